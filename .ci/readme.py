@@ -1,0 +1,20 @@
+"Render README.md from nbs/index.ipynb (Quarto, which nbdev_readme needs, is not installable here)."
+import json, re, sys
+from pathlib import Path
+
+def render(nb_path: Path) -> str:
+    cells = json.loads(nb_path.read_text())['cells']
+    parts = []
+    for c in cells:
+        src = ''.join(c['source']).strip()
+        if c['cell_type'] == 'markdown': parts.append(src)
+        elif c['cell_type'] == 'code' and not re.search(r'^#\|\s*(hide|export)', src, re.M):
+            parts.append('```python\n' + '\n'.join(l for l in src.splitlines() if not l.startswith('#|')) + '\n```')
+    return '\n\n'.join(parts) + '\n'
+
+if __name__ == '__main__':
+    root = Path(__file__).resolve().parent.parent
+    text = render(root / 'nbs' / 'index.ipynb')
+    if '--check' in sys.argv:
+        if (root / 'README.md').read_text() != text: sys.exit('README.md is stale: run `make readme` and commit it.')
+    else: (root / 'README.md').write_text(text)

@@ -1,0 +1,48 @@
+# The short commands. `make train` and `make test` work on a fresh machine that has only Python 3.11.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.rectiflow-installed
+OUT    ?= runs/default
+ARGS   ?=
+# Tests run two notebooks at a time with one thread each: two processes with two OpenMP threads each on
+# two cores spin-wait on each other and run an order of magnitude slower.
+TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
+
+.PHONY: install train test check readme bench clean-runs
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): setup.py settings.ini | $(BIN)/python
+	@# CPU torch first: a bare `torch` requirement with no torch installed pulls a multi-GB CUDA build.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+train: install
+	$(BIN)/rectiflow train --out $(OUT) --overwrite $(ARGS)
+
+check: install
+	@before=$$(find rectiflow -name '*.py' | sort | xargs sha256sum); \
+	$(BIN)/nbdev_export; \
+	after=$$(find rectiflow -name '*.py' | sort | xargs sha256sum); \
+	if [ "$$before" != "$$after" ]; then echo "nbdev_export changed rectiflow/: the package did not match the notebooks (it does now; commit it)."; exit 1; fi
+	@tmp=$$(mktemp -d); cp -r nbs $$tmp/nbs; $(BIN)/nbdev_clean --fname $$tmp/nbs >/dev/null; \
+	if ! diff -rq nbs $$tmp/nbs; then echo "Notebooks are not clean: run nbdev_clean and commit."; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+	$(BIN)/python .ci/readme.py --check
+
+test: check
+	$(TEST_ENV) $(BIN)/nbdev_test --n_workers 2
+	$(TEST_ENV) $(BIN)/pytest -q tests
+
+readme: install
+	$(BIN)/python .ci/readme.py
+
+bench: install
+	$(BIN)/python benchmarks/run_benchmarks.py
+
+clean-runs:
+	rm -rf runs
