@@ -1,0 +1,86 @@
+"The `rectiflow` command end to end, in subprocesses, as a user runs it."
+import json, sys
+from pathlib import Path
+import pytest
+from conftest import run_cli, TINY_MOONS, BIN
+
+def records(run):
+    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+
+def test_train_then_sample_writes_a_complete_run(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run)
+    assert p.returncode == 0, p.stderr
+    assert 'W2' in p.stdout and 'noise floor' in p.stdout
+    for f in ('config.json', 'run_info.json', 'metrics.jsonl', 'final/config.json', 'final/diffusion_pytorch_model.safetensors',
+              'samples/step_000020.png', 'samples/step_000040.png'):
+        assert (run / f).exists(), f
+    assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
+    kinds = [r['kind'] for r in records(run)]
+    assert kinds.count('final') == 1 and kinds.count('train') == 4
+    p = run_cli('sample', run, '--n', '300', '--seed', '1')
+    assert p.returncode == 0, p.stderr
+    assert (run / 'samples' / 'grid_seed1.png').stat().st_size > 1000
+
+def test_console_script_and_help():
+    import subprocess
+    p = subprocess.run([str(BIN / 'rectiflow'), 'train', '--help'], capture_output=True, text=True)
+    assert p.returncode == 0 and '--section.field value' in p.stdout
+
+def _bad_cases(tmp):
+    used = tmp / 'used'; used.mkdir(); (used / 'config.json').write_text('{}')
+    afile = tmp / 'afile'; afile.write_text('x')
+    return {
+        'unknown dataset': (['--data', 'mnist'], 'invalid choice'),
+        'unknown model': (['--model', 'gan'], 'invalid choice'),
+        'zero steps': (['--steps', '0'], 'run.steps must be positive'),
+        'negative steps': (['--steps', '-5'], 'run.steps must be positive'),
+        'zero batch': (['--data.batch_size', '0'], 'data.batch_size must be positive'),
+        'batch larger than data': (['--data', 'moons', '--data.n_train', '100', '--data.batch_size', '128'], 'exceeds the training set'),
+        'digits batch larger than data': (['--data.batch_size', '5000'], 'exceeds the training set of 1437'),
+        'unwritable out': (['--out', '/proc/rectiflow-run'], 'not writable'),
+        'out under a file': (['--out', afile / 'run'], 'not writable'),
+        'used out without overwrite': (['--out', used], 'already holds a run; pass --overwrite'),
+        'malformed value': (['--optim.lr', 'abc'], 'optim.lr expects a number'),
+        'unknown key': (['--optim.learning_rate', '1'], 'Unknown config key optim.learning_rate'),
+        'unknown section': (['--optimizer.lr', '1'], "Unknown config section 'optimizer'"),
+        'missing value': (['--optim.lr'], 'needs a value'),
+        'stray argument': (['moons'], "Unexpected argument 'moons'"),
+        'missing config file': (['--config', tmp / 'nope.json'], 'does not exist'),
+    }
+
+def test_every_bad_case_is_tested(tmp_path):
+    assert sorted(_bad_cases(tmp_path)) == sorted(BAD_CASES)
+
+BAD_CASES = ['unknown dataset', 'unknown model', 'zero steps', 'negative steps', 'zero batch', 'batch larger than data',
+             'digits batch larger than data', 'unwritable out', 'out under a file', 'used out without overwrite',
+             'malformed value', 'unknown key', 'unknown section', 'missing value', 'stray argument', 'missing config file']
+
+@pytest.mark.parametrize('case', BAD_CASES)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, case):
+    args, message = _bad_cases(tmp_path)[case]
+    before = sorted(str(p) for p in tmp_path.rglob('*'))
+    out = [] if '--out' in map(str, args) else ['--out', tmp_path / 'new-run']
+    p = run_cli('train', *out, *args, cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('rectiflow: error:') and message in lines[0], p.stderr
+    assert 'Traceback' not in p.stderr and p.stdout == ''
+    assert sorted(str(p) for p in tmp_path.rglob('*')) == before     # nothing written, nothing overwritten
+
+def test_overwrite_replaces_a_previous_run(tmp_path):
+    run = tmp_path / 'run'
+    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
+    (run / 'metrics.jsonl').write_text('{"stale": true}\n')
+    p = run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run, '--overwrite')
+    assert p.returncode == 0, p.stderr
+    assert all('stale' not in r for r in records(run))
+
+def test_config_file_round_trip(tmp_path):
+    run = tmp_path / 'a'
+    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run, '--optim.lr', '0.002').returncode == 0
+    p = run_cli('train', '--config', run / 'config.json', '--out', tmp_path / 'b', '--no-progress')
+    assert p.returncode == 0, p.stderr
+    a, b = (json.loads((tmp_path / d / 'config.json').read_text()) for d in 'ab')
+    a['run']['out'] = b['run']['out']
+    assert a == b and b['optim']['lr'] == 0.002
