@@ -1,0 +1,78 @@
+"""Quality benchmarks of the defaults, recorded in benchmarks/results.json and benchmarks/RESULTS.md.
+
+Run alone on the machine (`make bench`): the timings are wall-clock seconds of training, and a
+second job on two cores slows PyTorch's threads by an order of magnitude.
+"""
+import argparse, json, os, platform, shutil, subprocess, sys, time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE.parent / 'runs' / 'bench'
+RECTIFLOW = [sys.executable, '-m', 'rectiflow.cli']
+
+def run(name, *args):
+    "Train one configuration through the CLI; returns its final record and config."
+    out = RUNS / name
+    t0 = time.time()
+    p = subprocess.run([*RECTIFLOW, 'train', '--out', out, '--overwrite', '--no-progress', *map(str, args)],
+                       capture_output=True, text=True)
+    if p.returncode: sys.exit(f"{name} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    print(p.stdout.strip(), f"[{name}: {time.time() - t0:.0f}s wall]", sep='\n', flush=True)
+    recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
+    return {'final': recs[-1], 'config': json.loads((out / 'config.json').read_text()), 'out': str(out)}
+
+def digits():
+    r = run('digits')
+    strips = sorted((Path(r['out']) / 'samples').glob('step_*.png'))
+    shutil.copy(strips[-1], HERE / 'digits_strip.png')
+    return r
+
+def toys(names, steps):
+    return {f'{n}_{s}': run(f'{n}_{s}', '--data', n, '--steps', s) for n in names for s in steps}
+
+def machine():
+    import torch
+    return {'python': platform.python_version(), 'torch': torch.__version__, 'cpus': os.cpu_count(),
+            'threads': torch.get_num_threads(), 'processor': platform.processor() or platform.machine()}
+
+def sampler(cfg):
+    e = cfg['eval']
+    return f"{e['solver']}, {e['nfe']} NFE, CFG scale {e['cfg_scale']}"
+
+def results_md(res) -> str:
+    "The measured tables of RESULTS.md (the prose around them is kept in RESULTS.head.md)."
+    m, lines = res['machine'], []
+    lines += [f"Machine: {m['cpus']} CPU cores ({m['processor']}), torch {m['torch']} with {m['threads']} threads, "
+              f"Python {m['python']}; nothing else running.", '']
+    if 'digits' in res:
+        d, c = res['digits']['final'], res['digits']['config']
+        lines += ['## Digits default (`make train`)', '',
+                  '| training steps | training time | sampler | samples | accuracy | controllability gap | Fréchet distance | real-data floor | ratio |',
+                  '|---|---|---|---|---|---|---|---|---|',
+                  f"| {c['run']['steps']} | {d['train_seconds']:.0f} s | {sampler(c)} | {d['n_samples']} (100 per class) | "
+                  f"{d['accuracy']:.4f} | {d['control_gap']:.4f} | {d['fd']:.3f} | {d['fd_floor']:.3f} | {d['fd_ratio']:.2f} |",
+                  '', 'Final sample strip (EMA weights; want / REAL / OURS / reads):', '', '![digits strip](digits_strip.png)', '']
+    if 'toys' in res:
+        lines += ['## 2-D distributions', '',
+                  '2000 generated points against 2000 fresh target points; the floor is the same distance between two fresh target draws.', '',
+                  '| data | steps | training time | W2 | W2 noise floor | energy distance | energy noise floor |', '|---|---|---|---|---|---|---|']
+        for k, r in res['toys'].items():
+            f, c = r['final'], r['config']
+            lines.append(f"| {c['data']['name']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
+                         f"{f['energy']:.5f} | {f['energy_floor']:.5f} |")
+        lines.append('')
+    return '\n'.join(lines)
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--only', choices=['digits', 'toys'], default=None)
+    a = ap.parse_args()
+    results_path = HERE / 'results.json'
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results['machine'] = machine()
+    if a.only in (None, 'digits'): results['digits'] = digits()
+    if a.only in (None, 'toys'): results['toys'] = toys(['moons', 'checkerboard', '8gaussians'], [2000, 5000])
+    results_path.write_text(json.dumps(results, indent=1) + '\n')
+    head = (HERE / 'RESULTS.head.md').read_text()
+    (HERE / 'RESULTS.md').write_text(head.rstrip() + '\n\n' + results_md(results))
+    print(f"wrote {results_path} and {HERE / 'RESULTS.md'}")
