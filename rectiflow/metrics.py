@@ -6,7 +6,7 @@
 __all__ = ['w2_exact', 'energy_distance', 'DigitClassifier', 'shift_digits', 'train_reference_classifier', 'reference_classifier',
            'digit_features', 'frechet_distance', 'digits_fd_floor', 'digit_quality', 'psnr']
 
-# %% ../nbs/05_metrics.ipynb #55b1c7e6
+# %% ../nbs/05_metrics.ipynb #4fb473a5
 import functools, warnings
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from scipy import linalg
@@ -14,22 +14,23 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 from .data import digits_split
 
-# %% ../nbs/05_metrics.ipynb #bbbac049
+# %% ../nbs/05_metrics.ipynb #2b9c3bdd
 def w2_exact(a, b):
     "Exact 2-Wasserstein distance between equal-size point sets `a`, `b` (N,d) by optimal assignment."
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape: raise ValueError(f"w2_exact needs two point sets of the same shape, got {a.shape} and {b.shape}; subsample the larger one.")
+    if a.shape != b.shape:
+        raise ValueError(f"w2_exact needs two point sets of the same shape, got {a.shape} and {b.shape}; subsample the larger one.")
     cost = cdist(a, b, 'sqeuclidean')
     rows, cols = linear_sum_assignment(cost)
     return float(np.sqrt(cost[rows, cols].mean()))
 
-# %% ../nbs/05_metrics.ipynb #364385bc
+# %% ../nbs/05_metrics.ipynb #27407a38
 def energy_distance(a, b):
     "Squared energy distance (V-statistic) between point sets `a` (N,d) and `b` (M,d)."
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(2 * cdist(a, b).mean() - cdist(a, a).mean() - cdist(b, b).mean())
 
-# %% ../nbs/05_metrics.ipynb #6ccf5229
+# %% ../nbs/05_metrics.ipynb #a2956765
 class DigitClassifier(nn.Module):
     "Small CNN for 8x8 digits; `features` gives the penultimate activations used by `frechet_distance`."
     def __init__(self, width=32, n_features=64, n_classes=10):
@@ -44,7 +45,7 @@ class DigitClassifier(nn.Module):
     def features(self, x): return self.body(x)
     def forward(self, x): return self.head(self.features(x))
 
-# %% ../nbs/05_metrics.ipynb #be018c11
+# %% ../nbs/05_metrics.ipynb #dfdcba8d
 def shift_digits(x, generator=None, max_shift=1):
     "Shift each image in `x` (N,1,H,W) by up to `max_shift` pixels each way, filling with background (-1)."
     n, k, (h, w) = len(x), 2 * max_shift + 1, x.shape[-2:]
@@ -52,9 +53,9 @@ def shift_digits(x, generator=None, max_shift=1):
     dy, dx = torch.randint(0, k, (2, n), generator=generator)
     return windows[torch.arange(n), :, dy, dx]
 
-# %% ../nbs/05_metrics.ipynb #4329ead6
-def train_reference_classifier(x, y, seed=0, epochs=30, bs=64, lr=2e-3, max_shift=1):
-    "Train a `DigitClassifier` on digits `x` (N,1,8,8) with labels `y`, deterministically from `seed`."
+# %% ../nbs/05_metrics.ipynb #bd13f20c
+def _fit_classifier(x, y, seed, epochs, bs, lr, max_shift):
+    "The seeded training loop behind `train_reference_classifier`."
     g = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -68,10 +69,21 @@ def train_reference_classifier(x, y, seed=0, epochs=30, bs=64, lr=2e-3, max_shif
             opt.zero_grad(); loss.backward(); opt.step(); sched.step()
     return model.eval()
 
-# %% ../nbs/05_metrics.ipynb #4d0f0524
-@functools.cache
+def train_reference_classifier(x, y, seed=0, epochs=30, bs=64, lr=2e-3, max_shift=1):
+    "Train a `DigitClassifier` on digits `x` (N,1,8,8) with labels `y`, deterministically from `seed`."
+    n_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the thread count changes CPU gradient sums, and so the classifier
+    try:
+        with torch.enable_grad(): return _fit_classifier(x, y, seed, epochs, bs, lr, max_shift)  # callers may be under no_grad
+    finally: torch.set_num_threads(n_threads)
+
+# %% ../nbs/05_metrics.ipynb #8d6ccc9f
 def reference_classifier(seed=0):
     "The reference `DigitClassifier`, trained once per process on the digits train split."
+    return _cached_classifier(int(seed))   # one cache key per seed, however the caller spells it
+
+@functools.cache
+def _cached_classifier(seed):
     return train_reference_classifier(*digits_split()['train'], seed=seed)
 
 @torch.no_grad()
@@ -79,7 +91,7 @@ def digit_features(clf, x, bs=1024):
     "Penultimate features of `clf` for digits `x`, clamped to [-1,1], as float64 numpy (N,F)."
     return torch.cat([clf.features(xb.clamp(-1, 1)) for xb in x.split(bs)]).double().numpy()
 
-# %% ../nbs/05_metrics.ipynb #51e5dd69
+# %% ../nbs/05_metrics.ipynb #f5d867eb
 def frechet_distance(feats_a, feats_b):
     "Fréchet distance between Gaussians fitted to feature sets `feats_a` (N,F) and `feats_b` (M,F)."
     a, b = np.asarray(feats_a, np.float64), np.asarray(feats_b, np.float64)
@@ -90,13 +102,13 @@ def frechet_distance(feats_a, feats_b):
         covmean = linalg.sqrtm(cov_a @ cov_b).real
     return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a) + np.trace(cov_b) - 2 * np.trace(covmean))
 
-# %% ../nbs/05_metrics.ipynb #84c43f12
+# %% ../nbs/05_metrics.ipynb #cfe31e52
 def digits_fd_floor(clf, seed=0):
     "Fréchet distance on `clf` features between the real train and val digits of split `seed`."
     split = digits_split(seed)
     return frechet_distance(digit_features(clf, split['train'][0]), digit_features(clf, split['val'][0]))
 
-# %% ../nbs/05_metrics.ipynb #0becbf64
+# %% ../nbs/05_metrics.ipynb #fdc82173
 @torch.no_grad()
 def digit_quality(samples, requested, clf, generator, seed=0):
     "Accuracy, control gap and Fréchet distance (vs real val digits of split `seed`) of `samples` generated for `requested` classes."
@@ -108,7 +120,7 @@ def digit_quality(samples, requested, clf, generator, seed=0):
     return dict(accuracy=accuracy, control_gap=accuracy - (pred == other).float().mean().item(),
                 fd=frechet_distance(digit_features(clf, samples), real), fd_floor=digits_fd_floor(clf, seed))
 
-# %% ../nbs/05_metrics.ipynb #0a85338f
+# %% ../nbs/05_metrics.ipynb #6fb2def8
 def psnr(pred, target, data_range=2.0):
     "Peak signal-to-noise ratio in dB of `pred` against `target`, for data spanning `data_range`."
     mse = F.mse_loss(pred.float(), target.float())
