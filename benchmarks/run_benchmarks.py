@@ -30,6 +30,23 @@ def digits():
 def toys(names, steps):
     return {f'{n}_{s}': run(f'{n}_{s}', '--data', n, '--steps', s) for n in names for s in steps}
 
+def checkpoint(repeats=5):
+    "Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`)."
+    import tempfile
+    from rectiflow.config import preset
+    from rectiflow.train import Trainer
+    with tempfile.TemporaryDirectory() as d:
+        cfg = preset('digits'); cfg.run.out = f'{d}/run'
+        tr = Trainer(cfg, progress=False); tr.run_dir.mkdir(parents=True)
+        saves, loads = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter(); path = tr.save_checkpoint(); saves.append(time.perf_counter() - t0)
+            t0 = time.perf_counter(); tr.load_checkpoint(path); loads.append(time.perf_counter() - t0)
+        files = {p.name: p.stat().st_size for p in path.iterdir()}
+    r = {'bytes': sum(files.values()), 'files': files, 'save_s': min(saves), 'load_s': min(loads)}
+    print(f"checkpoint: {r['bytes'] / 1e6:.2f} MB, save {r['save_s'] * 1e3:.0f} ms, load {r['load_s'] * 1e3:.0f} ms", flush=True)
+    return r
+
 def machine():
     import torch
     return {'python': platform.python_version(), 'torch': torch.__version__, 'cpus': os.cpu_count(),
@@ -61,17 +78,26 @@ def results_md(res) -> str:
             lines.append(f"| {c['data']['name']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
                          f"{f['energy']:.5f} | {f['energy_floor']:.5f} |")
         lines.append('')
+    if 'checkpoint' in res:
+        c = res['checkpoint']
+        lines += ['## Checkpoints (digits default)', '',
+                  'One training checkpoint (`checkpoints/step_N/`: weights, AdamW state, scheduler, RNG states, EMA, '
+                  'flow generator, trainer state), written atomically and read back in process; best of 5.', '',
+                  '| size | save | load | files |', '|---|---|---|---|',
+                  f"| {c['bytes'] / 1e6:.2f} MB | {c['save_s'] * 1e3:.0f} ms | {c['load_s'] * 1e3:.0f} ms | "
+                  + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
     return '\n'.join(lines)
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
-    ap.add_argument('--only', choices=['digits', 'toys'], default=None)
+    ap.add_argument('--only', choices=['digits', 'toys', 'checkpoint'], default=None)
     a = ap.parse_args()
     results_path = HERE / 'results.json'
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     results['machine'] = machine()
     if a.only in (None, 'digits'): results['digits'] = digits()
     if a.only in (None, 'toys'): results['toys'] = toys(['moons', 'checkerboard', '8gaussians'], [2000, 5000])
+    if a.only in (None, 'checkpoint'): results['checkpoint'] = checkpoint()
     results_path.write_text(json.dumps(results, indent=1) + '\n')
     head = (HERE / 'RESULTS.head.md').read_text()
     (HERE / 'RESULTS.md').write_text(head.rstrip() + '\n\n' + results_md(results))

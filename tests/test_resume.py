@@ -53,3 +53,73 @@ def test_resume_refusals_are_one_line_exit_2(short_run, args, message):
 def test_resume_without_checkpoint_is_refused(tmp_path):
     p = run_cli('train', '--resume', tmp_path)
     assert p.returncode == 2 and 'No checkpoint to resume' in p.stderr
+
+def _start(run, *extra):
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
+    return subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *map(str, RUN), '--out', str(run), *map(str, extra)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+def _wait_for(path, proc, timeout=300):
+    deadline = time.time() + timeout
+    while not path.exists():
+        assert proc.poll() is None and time.time() < deadline, 'run ended before the moment came'
+        time.sleep(0.01)
+
+def test_sigterm_checkpoints_exits_0_and_resumes_bit_identically(tmp_path):
+    a, b = tmp_path / 'a', tmp_path / 'b'
+    assert run_cli('train', *RUN, '--out', a).returncode == 0
+    proc = _start(b)
+    _wait_for(b / 'checkpoints' / 'step_000050', proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    info = json.loads((b / 'run_info.json').read_text())
+    assert info['status'] == 'stopped_by_signal' and info['signal'] == 'SIGTERM'
+    assert (b / 'checkpoints' / f"step_{info['stopped_at']:06d}").is_dir() and 'continue with' in out
+    assert 50 <= info['stopped_at'] < 300
+    p = run_cli('train', '--resume', '--out', b, '--no-progress')
+    assert p.returncode == 0, p.stderr
+    for x, y in zip(final_tensors(a), final_tensors(b)):
+        assert all(torch.equal(x[k], y[k]) for k in x)
+    assert comparable(a) == comparable(b)
+    assert json.loads((b / 'run_info.json').read_text())['status'] == 'completed'
+
+def test_nan_fails_nonzero_and_keeps_the_last_good_checkpoint(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('train', *RUN, '--out', run, '--debug.nan_at_step', '120')
+    assert p.returncode not in (0, 2) and 'Non-finite loss' in p.stderr and 'Traceback' not in p.stderr
+    info = json.loads((run / 'run_info.json').read_text())
+    assert info['status'] == 'failed' and 'NonFiniteError' in info['reason']
+    last = sorted((run / 'checkpoints').glob('step_*'))[-1]
+    assert last.name == 'step_000100'
+    weights = load_file(str(last / 'model.safetensors'))
+    assert all(torch.isfinite(w).all() for w in weights.values())
+    assert (run / 'best' / 'diffusion_pytorch_model.safetensors').exists()
+
+def test_heartbeat_is_written_at_log_steps(tmp_path):
+    run = tmp_path / 'run'
+    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run).returncode == 0
+    hb = json.loads((run / 'heartbeat.json').read_text())
+    assert hb['step'] == 20 and hb['total'] == 20 and hb['best'] is not None and time.time() - hb['time'] < 600
+
+def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp_path):
+    a, b = tmp_path / 'a', tmp_path / 'b'
+    assert run_cli('train', *RUN, '--out', a).returncode == 0
+    ck = b / 'checkpoints'
+    moments = [lambda: (ck / 'step_000050').exists(),
+               lambda: any(ck.glob('.tmp_step_0001*')),                 # inside a checkpoint write
+               lambda: (ck / 'step_000150').exists(),
+               lambda: any(ck.glob('.tmp_step_0002*')),
+               lambda: (ck / 'step_000250').exists()]
+    for i, moment in enumerate(moments):
+        proc = _start(b, *(['--resume'] if i else []), '--debug.checkpoint_delay', '0.3')
+        deadline = time.time() + 300
+        while not moment():
+            assert proc.poll() is None and time.time() < deadline, f'moment {i}: run ended first ({proc.stderr.read()[-2000:]})'
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL); proc.wait()
+    p = run_cli('train', '--resume', '--out', b, '--no-progress')
+    assert p.returncode == 0, p.stderr
+    for x, y in zip(final_tensors(a), final_tensors(b)):
+        assert all(torch.equal(x[k], y[k]) for k in x)
+    assert comparable(a) == comparable(b)
