@@ -1,15 +1,24 @@
-"Launchers: accelerate launch (one process) and torchrun (two processes, gloo, accelerate's MULTI_CPU)."
+"Launchers: accelerate launch and torchrun with two CPU processes (gloo, accelerate's MULTI_CPU), and two nodes on loopback."
 import json, sys
 from pathlib import Path
 from conftest import run_cli, TINY_MOONS, BIN
 from rectiflow.train import warmup_cosine_lr
 
-def test_accelerate_launch_runs_the_cli(tmp_path):
+def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
+    # accelerate's --multi_gpu launcher is torchrun underneath; without CUDA the trainer runs it as MULTI_CPU (gloo)
     p = run_cli('train', *TINY_MOONS, '--steps', '20', '--out', tmp_path / 'run',
-                launcher=[str(BIN / 'accelerate'), 'launch', '--cpu', '--num_processes', '1', '--num_machines', '1',
+                launcher=[str(BIN / 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1',
                           '--mixed_precision', 'no', '--dynamo_backend', 'no'])
     assert p.returncode == 0, p.stderr
-    assert json.loads((tmp_path / 'run' / 'run_info.json').read_text())['status'] == 'completed'
+    info = json.loads((tmp_path / 'run' / 'run_info.json').read_text())
+    assert info['status'] == 'completed' and info['num_processes'] == 2
+
+def test_resume_with_another_process_count_is_refused(tmp_path):
+    run = tmp_path / 'run'
+    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run).returncode == 0
+    p = run_cli('train', '--resume', '--out', run, launcher=[str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2'])
+    assert p.returncode != 0
+    assert 'rectiflow: error: Cannot resume: the checkpoint was written by 1 process(es), this run has 2' in p.stderr
 
 def test_two_processes_share_one_schedule_and_one_log(tmp_path):
     run = tmp_path / 'run'

@@ -123,3 +123,14 @@ def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp
     for x, y in zip(final_tensors(a), final_tensors(b)):
         assert all(torch.equal(x[k], y[k]) for k in x)
     assert comparable(a) == comparable(b)
+
+def test_a_torn_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
+    run = tmp_path / 'run'
+    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run).returncode == 0
+    newest = run / 'checkpoints' / 'step_000020' / 'model.safetensors'
+    newest.write_bytes(newest.read_bytes()[:100])                     # a copy cut short
+    p = run_cli('train', '--resume', '--out', run, '--steps', '30', '--no-progress')
+    assert p.returncode == 0, p.stderr
+    assert 'step_000020 is unreadable; falling back' in p.stderr
+    recs = comparable(run)
+    assert [r['step'] for r in recs if r['kind'] == 'train'] == [10, 20, 30]   # 20 re-trained from the step-10 checkpoint
