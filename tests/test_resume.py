@@ -134,3 +134,17 @@ def test_a_torn_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     assert 'step_000020 is unreadable; falling back' in p.stderr
     recs = comparable(run)
     assert [r['step'] for r in recs if r['kind'] == 'train'] == [10, 20, 30]   # 20 re-trained from the step-10 checkpoint
+
+def test_init_from_starts_a_new_run_from_trained_weights(tmp_path):
+    a, b, fresh = tmp_path / 'a', tmp_path / 'b', tmp_path / 'fresh'
+    args = [*TINY_MOONS, '--steps', '10']
+    assert run_cli('train', *args, '--steps', '60', '--out', a).returncode == 0
+    assert run_cli('train', *args, '--out', fresh).returncode == 0
+    p = run_cli('train', *args, '--out', b, '--init-from', a)
+    assert p.returncode == 0, p.stderr
+    first_val = lambda run: next(r for r in comparable(run) if r['kind'] == 'val')
+    assert first_val(b)['step'] == 0                                     # a new run: step, schedule and log start afresh
+    assert first_val(b)['val_loss'] < 0.9 * first_val(fresh)['val_loss']  # but from the trained weights
+    assert json.loads((b / 'run_info.json').read_text())['init_from'].endswith('step_000060')
+    p = run_cli('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--model.channels', '64')
+    assert p.returncode == 2 and 'model config' in p.stderr
