@@ -2,7 +2,7 @@
 import json, sys
 from pathlib import Path
 from conftest import run_cli, TINY_MOONS, BIN
-from rectiflow.train import warmup_cosine_lr
+from rectiflow.schedules import warmup_cosine_lr
 
 def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
     # accelerate's --multi_gpu launcher is torchrun underneath; without CUDA the trainer runs it as MULTI_CPU (gloo)
