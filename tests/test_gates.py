@@ -1,0 +1,77 @@
+"Gates, the range test, evaluate and the evaluation rules through the `rectiflow` command, as a user runs them."
+import json
+from pathlib import Path
+from conftest import run_cli, TINY_MOONS
+
+def gate_records(run):
+    return [json.loads(l) for l in (Path(run) / 'gates.jsonl').read_text().splitlines()]
+
+def test_gate_command_passes_and_records_on_the_digits_default(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('gate', 'data,overfit,resume', '--out', run)
+    assert p.returncode == 0, p.stderr
+    recs = gate_records(run)
+    assert [(r['name'], r['passed']) for r in recs] == [('data', True), ('overfit', True), ('resume', True)]
+    assert recs[1]['figures']['ratio'] < 0.05 and (run / 'gates' / 'overfit.png').exists()
+    assert p.stdout.count('PASS') == 3
+
+def test_gate_command_fails_with_exit_1_when_the_global_batch_exceeds_the_data(tmp_path):
+    p = run_cli('gate', 'data', '--out', tmp_path / 'run', '--data.batch_size', '1000', '--optim.grad_accum', '2')
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert 'FAIL data' in p.stdout and 'global batch of 2000 exceeds the 1437 training items' in p.stdout
+    assert gate_records(tmp_path / 'run')[0]['passed'] is False
+
+def test_unknown_gate_is_a_one_line_error(tmp_path):
+    p = run_cli('gate', 'speed', '--out', tmp_path / 'run')
+    assert p.returncode == 2 and "Unknown gate 'speed'" in p.stderr and not (tmp_path / 'run').exists()
+
+def test_train_refuses_when_a_gate_fails_and_force_trains_anyway(tmp_path):
+    run = tmp_path / 'run'
+    args = ['train', *TINY_MOONS, '--steps', '20', '--out', run, '--gates', 'overfit', '--optim.lr', '1e-7', '--schedule.min_lr', '0']
+    p = run_cli(*args)
+    assert p.returncode == 1 and 'not training: gate overfit failed' in p.stderr, p.stderr
+    assert sorted(x.name for x in run.iterdir()) == ['gates', 'gates.jsonl']          # nothing trained
+    p = run_cli(*args, '--force')
+    assert p.returncode == 0, p.stderr
+    assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
+    assert [r['passed'] for r in gate_records(run)] == [False, False]               # both attempts recorded, kept by the run
+
+def test_train_with_passing_gates_trains(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run, '--gates', 'data,overfit')
+    assert p.returncode == 0, p.stderr
+    assert [r['passed'] for r in gate_records(run)] == [True, True]
+    assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
+
+def test_evaluate_reproduces_the_logged_validation_figures(tmp_path):
+    run = tmp_path / 'run'
+    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run).returncode == 0
+    vals = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines() if '"val"' in l]
+    p = run_cli('evaluate', run / 'checkpoints' / 'step_000020', '--json')
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(p.stdout)
+    assert (rec['step'], rec['val_loss'], rec['val_loss_ema']) == (20, vals[-1]['val_loss'], vals[-1]['val_loss_ema'])
+    p = run_cli('evaluate', run, '--quality')
+    assert p.returncode == 0 and 'val_loss_ema' in p.stdout and 'w2' in p.stdout, p.stderr
+    p = run_cli('evaluate', tmp_path / 'nothing')
+    assert p.returncode == 2 and 'is not a checkpoint' in p.stderr
+
+def test_max_steps_stops_the_loop_and_resume_finishes_the_schedule(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--max-steps', '20', '--out', run)
+    assert p.returncode == 0, p.stderr
+    assert 'status max_steps at step 20' in p.stdout and 'rectiflow train --resume' in p.stdout
+    assert json.loads((run / 'run_info.json').read_text())['status'] == 'max_steps'
+    p = run_cli('train', '--resume', '--out', run, '--no-progress', '--max-steps', '0')
+    assert p.returncode == 0, p.stderr
+    info = json.loads((run / 'run_info.json').read_text())
+    assert info['status'] == 'completed' and info['final']['step'] == 40
+
+def test_a_run_the_abort_rule_stops_exits_4(tmp_path):
+    run = tmp_path / 'run'
+    # 'max' mode on a falling loss: every evaluation after the untrained floor is "worse" than it
+    p = run_cli('train', *TINY_MOONS, '--steps', '100', '--out', run, '--eval.mode', 'max', '--eval.abort_margin', '1e-6')
+    assert p.returncode == 4, (p.stdout, p.stderr)
+    assert 'run aborted at step 20' in p.stderr and 'best/ holds the best model' in p.stderr
+    assert json.loads((run / 'run_info.json').read_text())['status'] == 'aborted'
+    assert json.loads((run / 'best' / 'info.json').read_text())['step'] == 0
