@@ -9,7 +9,7 @@ ARGS   ?=
 # two cores spin-wait on each other and run an order of magnitude slower.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
 
-.PHONY: install train test check readme bench clean-runs
+.PHONY: install browser train test check readme bench clean-runs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,14 @@ $(STAMP): setup.py settings.ini | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Debian's chromium for tests/test_browser.py (Playwright drives it; never a downloaded browser build).
+# Without root or apt-get it is not installed and that test skips, saying why.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core; \
+	else echo "No /usr/bin/chromium, and no root with apt-get to install it: tests/test_browser.py will skip."; fi
 
 train: install
 	$(BIN)/rectiflow train --out $(OUT) --overwrite $(ARGS)
@@ -34,7 +42,7 @@ check: install
 	if ! diff -rq nbs $$tmp/nbs; then echo "Notebooks are not clean: run nbdev_clean and commit."; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	$(BIN)/python .ci/readme.py --check
 
-test: check
+test: check browser
 	$(TEST_ENV) $(BIN)/nbdev_test --n_workers 2
 	$(TEST_ENV) $(BIN)/pytest -q tests
 
