@@ -75,3 +75,30 @@ def test_a_run_the_abort_rule_stops_exits_4(tmp_path):
     assert 'run aborted at step 20' in p.stderr and 'best/ holds the best model' in p.stderr
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'aborted'
     assert json.loads((run / 'best' / 'info.json').read_text())['step'] == 0
+
+def test_lr_find_command_suggests_and_records(tmp_path):
+    run = tmp_path / 'run'
+    p = run_cli('lr-find', '--data', 'moons', '--out', run, '--no-progress', '--data.n_train', '2048', '--data.batch_size', '128',
+                '--lo', '1e-5', '--range-steps', '60')
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith('Suggested lr') and (run / 'lr_find.png').stat().st_size > 1000
+    recs = [json.loads(l) for l in (run / 'lr_find.jsonl').read_text().splitlines()]
+    assert recs[-1]['kind'] == 'suggestion' and recs[-1]['has_descent'] and len(recs) > 10
+    assert f"{recs[-1]['suggestion']:.2g}" in p.stdout
+    # the run directory still takes a new run: the range test's records are pre-run records
+    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
+    assert (run / 'lr_find.jsonl').exists()
+
+def test_lr_find_command_fails_with_exit_1_on_a_range_without_descent(tmp_path):
+    p = run_cli('lr-find', '--data', 'moons', '--out', tmp_path / 'run', '--no-progress', '--lo', '1e-9', '--hi', '1e-8',
+                '--range-steps', '20', '--data.n_train', '2048', '--data.batch_size', '128')
+    assert p.returncode == 1 and 'No descending band' in p.stdout, (p.stdout, p.stderr)
+
+def test_lr_gate_passes_on_a_learnable_range_and_fails_on_a_dead_one():
+    from rectiflow.config import preset
+    from rectiflow.gates import lr_gate
+    cfg = preset('moons'); cfg.data.n_train, cfg.data.batch_size = 2048, 128
+    r = lr_gate(cfg, lo=1e-5, hi=1.0, steps=60)
+    assert r.passed and 1e-4 < r.figures['suggestion'] < 1.0, r
+    r = lr_gate(cfg, lo=1e-9, hi=1e-8, steps=20)
+    assert not r.passed and 'no descending band' in r.message.lower(), r

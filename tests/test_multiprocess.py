@@ -68,3 +68,13 @@ def test_two_nodes_on_loopback(tmp_path):
     info = json.loads((run / 'run_info.json').read_text())
     assert info['num_processes'] == 2 and info['status'] == 'completed'
     assert 'W2' in outs[0][0] and 'W2' not in outs[1][0]                    # only global rank 0 reports
+
+def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
+    # rank 1 alone sees a NaN loss at step 15: the all-reduced gradients carry it to rank 0, and both stop together
+    run = tmp_path / 'run'
+    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run, '--debug.nan_at_step', '15', '--debug.nan_rank', '1',
+                launcher=[str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2'], timeout=300)
+    assert p.returncode != 0 and p.stderr.count('rectiflow: training stopped: Non-finite gradient norm at step 14') == 2, p.stderr[-3000:]
+    info = json.loads((run / 'run_info.json').read_text())
+    assert info['status'] == 'failed' and 'NonFiniteError' in info['reason']
+    assert (run / 'checkpoints' / 'step_000010').is_dir()
