@@ -20,6 +20,7 @@ py_versions = '3.11 3.12 3.13'.split()
 
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
+tracking_requirements = shlex.split(cfg.get('tracking_requirements', ''))
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 
@@ -35,7 +36,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'tracking': tracking_requirements},
     python_requires='>=' + min_python,
     long_description=open('README.md', encoding='utf8').read(),
     long_description_content_type='text/markdown',

@@ -10,7 +10,8 @@ def render(nb_path: Path) -> str:
         if c['cell_type'] == 'markdown': parts.append(src)
         elif c['cell_type'] == 'code' and not re.search(r'^#\|\s*(hide|export)', src, re.M):
             parts.append('```python\n' + '\n'.join(l for l in src.splitlines() if not l.startswith('#|')) + '\n```')
-    return '\n\n'.join(parts) + '\n'
+    text = '\n\n'.join(parts) + '\n'
+    return re.sub(r'\]\((images/[^)]+)\)', r'](nbs/\1)', text)      # the notebook's images, seen from the repository root
 
 if __name__ == '__main__':
     root = Path(__file__).resolve().parent.parent

@@ -12,30 +12,27 @@ CHROMIUM = os.environ.get('RECTIFLOW_CHROMIUM', '/usr/bin/chromium')
 ARTIFACTS = Path(__file__).parent / 'artifacts'
 WAIT_S = 120  # every single wait; headless Chromium and a cold kernel on two shared cores are slow
 
-# The notebook the browser runs, next to a tiny training run in `run/`. The cells are stand-ins for
-# `rectiflow.widgets` that render the same elements (a slider, an image, a matplotlib figure in an Output);
-# point the test at the real widgets by replacing them, e.g.
-#   CELLS = ['from rectiflow.widgets import LossCurves, SampleGrid', 'LossCurves("run")', 'SampleGrid("run")']
+# The notebook the browser runs, next to two tiny training runs `run/` and `run_b/`: every widget of
+# `rectiflow.widgets`, each shown with something to show (a compare pane, gate results, a range test).
 CELLS = [
-    'import json, ipywidgets as W, matplotlib.pyplot as plt\nfrom pathlib import Path\nrun_dir = Path("run")',
-    'step = W.IntSlider(10, min=10, max=20, step=10, description="step")\n'
-    'sample = W.Image(value=(run_dir / "samples/step_000020.png").read_bytes(), format="png", width=256)\n'
-    'W.VBox([step, sample])',
-    'records = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]\n'
-    'train = [r for r in records if r["kind"] == "train"]\n'
-    'curves = W.Output()\n'
-    'with curves:\n'
-    '    fig, ax = plt.subplots(figsize=(4, 3))\n'
-    '    ax.plot([r["step"] for r in train], [r["loss"] for r in train])\n'
-    '    plt.show()\n'
-    'curves',
+    'from rectiflow.widgets import LossCurves, SampleGrid, GateBoard, RunComparison, LRFinder\n'
+    'from rectiflow.config import load_config',
+    'LossCurves("run", "run_b")',
+    'grid = SampleGrid("run"); grid.compare.value = True; grid',
+    'board = GateBoard("run"); board.run("data"); board.run("overfit"); board',
+    'RunComparison("run", "run_b")',
+    'finder = LRFinder(load_config("run/config.json"), lo=1e-5, steps=60, run_dir="run"); finder.run(); finder',
 ]
 
-# What must be on the page once every cell ran: ipywidgets 8 draws sliders with noUiSlider, an `Image`
-# as <img class="widget-image">, and an `Output` holds the figure as a rendered PNG.
-SLIDER = '.jp-OutputArea .widget-slider .noUi-handle'
-IMAGE = '.jp-OutputArea img.widget-image'
-PLOT = '.jp-OutputArea .widget-output .jp-RenderedImage img'
+# What must be on the page once every cell ran: ipywidgets 8 draws sliders with noUiSlider and an
+# `Image` as <img class="widget-image">; the widgets tag their own elements with these classes.
+SLIDER = '.jp-OutputArea .rectiflow-sample-grid .widget-slider .noUi-handle'
+IMAGE = '.jp-OutputArea img.rectiflow-sample'
+PLOT = '.jp-OutputArea img.rectiflow-curves-plot'
+# One screenshot per widget: tests/artifacts/NAME.png, and nbs/images/NAME.png with RECTIFLOW_DOC_IMAGES=1.
+WIDGETS = {'loss_curves': '.rectiflow-loss-curves', 'sample_grid': '.rectiflow-sample-grid', 'gate_board': '.rectiflow-gate-board',
+           'run_comparison': '.rectiflow-run-comparison', 'lr_finder': '.rectiflow-lr-finder'}
+DOC_IMAGES = Path(__file__).parent.parent / 'nbs' / 'images'
 
 def _free_port():
     with socket.socket() as s:
@@ -57,10 +54,11 @@ def lab(tmp_path):
     "JupyterLab serving `tmp_path` (with a tiny run and `widgets.ipynb`), isolated from ~; yields its notebook URL."
     if not Path(CHROMIUM).exists(): pytest.skip(f'{CHROMIUM} is missing: run `make browser` (needs root and apt-get)')
     pytest.importorskip('playwright', reason='Playwright is missing: pip install -e ".[dev]"')
-    p = run_cli('train', '--data', 'moons', '--steps', '20', '--out', tmp_path / 'run', '--no-progress',
-                '--data.n_train', '2048', '--data.batch_size', '128', '--eval.every', '10',
-                '--eval.sample_every', '10', '--run.log_every', '10')
-    assert p.returncode == 0, p.stderr
+    for name, lr in (('run', '1e-3'), ('run_b', '3e-3')):
+        p = run_cli('train', '--data', 'moons', '--steps', '30', '--out', tmp_path / name, '--no-progress', '--optim.lr', lr,
+                    '--data.n_train', '2048', '--data.batch_size', '128', '--eval.every', '10', '--eval.n_samples', '300',
+                    '--eval.sample_every', '10', '--run.log_every', '10', '--model.channels', '64')
+        assert p.returncode == 0, p.stderr
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in CELLS])
     nb.metadata.kernelspec = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}
     nbformat.write(nb, tmp_path / 'widgets.ipynb')
@@ -126,7 +124,7 @@ def test_widgets_render_in_jupyterlab(lab):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-dev-shm-usage'],
                                      timeout=WAIT_S * 1000)
         try:
-            page = browser.new_page(viewport={'width': 1280, 'height': 1400})
+            page = browser.new_page(viewport={'width': 1280, 'height': 3200})
             page.set_default_timeout(WAIT_S * 1000)
             page.goto(lab)
             page.wait_for_function('() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel')
@@ -138,6 +136,11 @@ def test_widgets_render_in_jupyterlab(lab):
                 widths = {sel: page.eval_on_selector_all(sel, NATURAL_WIDTH) for sel in (IMAGE, PLOT)}
                 assert all(w and min(w) > 0 for w in widths.values()), widths
                 assert 'Loading widget' not in page.inner_text('.jp-Notebook')
+                for name, sel in WIDGETS.items():
+                    widget = page.locator(f'.jp-OutputArea {sel}').first
+                    widget.wait_for(state='visible')
+                    widget.screenshot(path=ARTIFACTS / f'{name}.png')
+                    if os.environ.get('RECTIFLOW_DOC_IMAGES'): widget.screenshot(path=DOC_IMAGES / f'{name}.png')
             finally:
                 page.screenshot(path=shot, full_page=True)
                 print(f'screenshot: {shot}')
