@@ -5,6 +5,7 @@ second job on two cores slows PyTorch's threads by an order of magnitude.
 """
 import argparse, json, os, platform, shutil, subprocess, sys, time
 from pathlib import Path
+import torch
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE.parent / 'runs' / 'bench'
@@ -19,7 +20,9 @@ def run(name, *args):
     if p.returncode: sys.exit(f"{name} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     print(p.stdout.strip(), f"[{name}: {time.time() - t0:.0f}s wall]", sep='\n', flush=True)
     recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
-    return {'final': recs[-1], 'config': json.loads((out / 'config.json').read_text()), 'out': str(out)}
+    vals = [r for r in recs if r['kind'] == 'val']
+    return {'final': recs[-1], 'floor': vals[0], 'last_val': vals[-1], 'config': json.loads((out / 'config.json').read_text()),
+            'out': str(out)}
 
 def digits():
     r = run('digits')
@@ -49,6 +52,30 @@ def checkpoint(repeats=5):
     print(f"checkpoint: {r['bytes'] / 1e6:.2f} MB, save {r['save_s'] * 1e3:.0f} ms, load {r['load_s'] * 1e3:.0f} ms", flush=True)
     return r
 
+def lr_sweep():
+    "The LR range test against a grid sweep on the digits default (benchmarks/lr_sweep.py writes lr_sweep.json)."
+    p = subprocess.run([sys.executable, str(HERE / 'lr_sweep.py')], capture_output=True, text=True)
+    if p.returncode: sys.exit(f"lr_sweep failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    print(p.stdout.strip(), flush=True)
+    return {'file': 'lr_sweep.json'}
+
+class IgnoresInput(torch.nn.Module):
+    "A broken velocity model for the overfit gate: one learned constant, whatever its input."
+    def __init__(self, shape): super().__init__(); self.velocity = torch.nn.Parameter(torch.zeros(shape))
+    def forward(self, x_t, t, cond=None): return self.velocity.expand_as(x_t)
+
+def gates():
+    "Each gate on the digits default (and the overfit gate on a model that ignores its input), in process, timed."
+    from rectiflow.config import preset
+    from rectiflow.gates import run_gate
+    cfg, out = preset('digits'), {}
+    runs = [('data', {}), ('overfit', {}), ('overfit (input-ignoring model)', {'model': IgnoresInput((1, 8, 8))}), ('resume', {}), ('lr', {})]
+    for label, kw in runs:
+        r = run_gate(label.split()[0], cfg, **kw)
+        out[label] = {'passed': r.passed, 'seconds': r.seconds, 'message': r.message}
+        print(f"{r}  [{r.seconds:.1f}s]", flush=True)
+    return out
+
 def machine():
     import torch
     return {'python': platform.python_version(), 'torch': torch.__version__, 'cpus': os.cpu_count(),
@@ -69,8 +96,13 @@ def results_md(res) -> str:
                   '| training steps | training time | sampler | samples | accuracy | controllability gap | Fréchet distance | real-data floor | ratio |',
                   '|---|---|---|---|---|---|---|---|---|',
                   f"| {c['run']['steps']} | {d['train_seconds']:.0f} s | {sampler(c)} | {d['n_samples']} (100 per class) | "
-                  f"{d['accuracy']:.4f} | {d['control_gap']:.4f} | {d['fd']:.3f} | {d['fd_floor']:.3f} | {d['fd_ratio']:.2f} |",
-                  '', 'Final sample strip (EMA weights; want / REAL / OURS / reads):', '', '![digits strip](digits_strip.png)', '']
+                  f"{d['accuracy']:.4f} | {d['control_gap']:.4f} | {d['fd']:.3f} | {d['fd_floor']:.3f} | {d['fd_ratio']:.2f} |", '']
+        if 'floor' in res['digits']:
+            fl, lv = res['digits']['floor'], res['digits']['last_val']
+            lines += [f"Validation (EMA weights, fixed items, t and noise): untrained floor {fl['val_loss_ema']:.4f}, final "
+                      f"{lv['val_loss_ema']:.4f}; with the class dropped {lv['val_loss_ema_uncond']:.4f}, a conditioning gap of "
+                      f"{lv['cond_gap']:.4f} (untrained: {fl['cond_gap']:.4f}).", '']
+        lines += ['Final sample strip (EMA weights; want / REAL / OURS / reads):', '', '![digits strip](digits_strip.png)', '']
     if 'toys' in res:
         lines += ['## 2-D distributions', '',
                   '2000 generated points against 2000 fresh target points; the floor is the same distance between two fresh target draws.', '',
@@ -88,11 +120,21 @@ def results_md(res) -> str:
                   '| size | save | load | files |', '|---|---|---|---|',
                   f"| {c['bytes'] / 1e6:.2f} MB | {c['save_s'] * 1e3:.0f} ms | {c['load_s'] * 1e3:.0f} ms | "
                   + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
+    if 'gates' in res:
+        lines += ['## Gates (digits default)', '', 'Each gate in process on the digits default (`rectiflow gate NAME`); '
+                  'the second overfit row swaps in a velocity model that ignores its input (one learned constant).', '',
+                  '| gate | result | time | what it found |', '|---|---|---|---|']
+        lines += [f"| {k} | {'PASS' if g['passed'] else 'FAIL'} | {g['seconds']:.1f} s | {g['message']} |" for k, g in res['gates'].items()]
+        lines.append('')
+    if 'lr' in res:
+        sys.path.insert(0, str(HERE)); from lr_sweep import table
+        lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '',
+                  table(json.loads((HERE / res['lr']['file']).read_text())), '']
     return '\n'.join(lines)
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
-    ap.add_argument('--only', choices=['digits', 'toys', 'checkpoint'], default=None)
+    ap.add_argument('--only', choices=['digits', 'toys', 'checkpoint', 'gates', 'lr'], default=None)
     a = ap.parse_args()
     results_path = HERE / 'results.json'
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
@@ -100,6 +142,8 @@ if __name__ == '__main__':
     if a.only in (None, 'digits'): results['digits'] = digits()
     if a.only in (None, 'toys'): results['toys'] = toys(['moons', 'checkerboard', '8gaussians'], [2000, 5000])
     if a.only in (None, 'checkpoint'): results['checkpoint'] = checkpoint()
+    if a.only in (None, 'gates'): results['gates'] = gates()
+    if a.only in (None, 'lr'): results['lr'] = lr_sweep()
     results_path.write_text(json.dumps(results, indent=1) + '\n')
     head = (HERE / 'RESULTS.head.md').read_text()
     (HERE / 'RESULTS.md').write_text(head.rstrip() + '\n\n' + results_md(results))
