@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
 import torch
-from .config import (Config, ConfigError, DATASETS, MODELS, GATE_NAMES, preset, load_config, apply_overrides,
+from .config import (Config, ConfigError, DATASETS, MODELS, GATE_NAMES, TASK_NAMES, preset, load_config, apply_overrides,
                               validate_config, config_to_dict)
 
 # %% auto #0
@@ -22,6 +22,8 @@ class _Parser(argparse.ArgumentParser):
 def _config_args(p):
     "The arguments that build a run's config, shared by train, gate and lr-find."
     p.add_argument('--config', help='start from a saved config (JSON or YAML) instead of a preset')
+    p.add_argument('--task', choices=TASK_NAMES, metavar='{' + ','.join(TASK_NAMES) + '}',
+                   help='what to train (and its preset): flow on the embedded --data, or a workload (see 14_tasks)')
     p.add_argument('--data', choices=DATASETS, metavar='{' + ','.join(DATASETS) + '}', help='embedded dataset (and its preset)')
     p.add_argument('--model', choices=MODELS, metavar='{' + ','.join(MODELS) + '}', help='velocity network')
     p.add_argument('--steps', help='optimizer steps (the schedule spans them)')
@@ -92,7 +94,10 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
     elif args.config:
         cfg = load_config(args.config)
         if args.data: cfg.data.name = args.data
-    else: cfg = preset(args.data or 'digits')
+        if args.task: cfg.run.task = args.task
+    else:
+        from rectiflow.tasks import task_preset
+        cfg = task_preset(args.task or 'flow', args.data)
     shortcuts = {'model.name': args.model, 'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out,
                  'run.seed': args.seed}
     pairs = [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
@@ -160,6 +165,7 @@ def report_end(final: dict, cfg: Config) -> int:
               f"{final['best']:.4g} (step {final['best_step']}) by more than {cfg.eval.abort_margin:g}; best/ holds the best model.",
               file=sys.stderr)
         return 4
+    if 'val_loss_ema' not in final: return 0            # not the main process: it holds no figures
     for line in _quality_lines(final, cfg): print(line)
     if final.get('status') in ('frozen', 'max_steps'):
         print(f"status {final['status']} at step {final['step']}" + (' (plateau decay found no better model at the LR floor; best/ stands)'

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['DATASETS', 'MODELS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'T_SAMPLERS', 'ConfigError', 'RunConfig',
-           'DataConfig', 'ModelConfig', 'FlowConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
-           'CheckpointConfig', 'DebugConfig', 'Config', 'config_from_dict', 'config_to_dict', 'save_config',
-           'load_config', 'preset', 'apply_overrides', 'validate_config']
+__all__ = ['DATASETS', 'MODELS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'TASK_NAMES', 'T_SAMPLERS', 'ConfigError',
+           'RunConfig', 'DataConfig', 'ModelConfig', 'FlowConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
+           'EvalConfig', 'CheckpointConfig', 'DebugConfig', 'Config', 'config_from_dict', 'config_to_dict',
+           'save_config', 'load_config', 'preset', 'apply_overrides', 'validate_config']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -26,6 +26,7 @@ MODELS = ('unet', 'dit', 'mlp')
 @dataclass
 class RunConfig:
     out: str = 'runs/default'   # run directory
+    task: str = 'flow'          # one of TASK_NAMES: what is trained (see 14_tasks); flow: the embedded data named by data.name
     seed: int = 0               # the one seed every random stream is derived from
     steps: int = 800            # optimizer steps (not micro-batches)
     precision: str = 'auto'     # auto: bf16 autocast on CUDA, fp32 on CPU; or 'fp32' / 'bf16'
@@ -229,6 +230,7 @@ SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon')   # see 09_gates
 TRACKERS = ('none', 'tensorboard')                             # see 06c_tracking
+TASK_NAMES = ('flow', 'vae', 'latent-digits', 'filler')        # see 14_tasks
 T_SAMPLERS = ('uniform', 'logit_normal')
 
 def _check(ok, msg):
@@ -252,6 +254,7 @@ def validate_config(cfg: Config) -> Config:
     _check(cfg.run.precision in ('auto', 'fp32', 'bf16'), f"run.precision must be auto, fp32 or bf16, got {cfg.run.precision!r}.")
     _check(0 < cfg.ema.decay < 1, f"ema.decay must lie in (0, 1), got {cfg.ema.decay}.")
     _check(cfg.run.max_steps >= 0, f"run.max_steps must be 0 (no cap) or positive, got {cfg.run.max_steps}.")
+    _check(cfg.run.task in TASK_NAMES, f"Unknown run.task {cfg.run.task!r}; choose one of {', '.join(TASK_NAMES)}.")
     _check(cfg.run.tracker in TRACKERS, f"Unknown run.tracker {cfg.run.tracker!r}; choose one of {', '.join(TRACKERS)}.")
     _check(cfg.schedule.kind in SCHEDULES, f"Unknown schedule.kind {cfg.schedule.kind!r}; choose one of {', '.join(SCHEDULES)}.")
     _check(cfg.schedule.kind != 'plateau' or (0 < cfg.schedule.factor < 1 and cfg.schedule.patience > 0 and cfg.schedule.min_lr > 0),

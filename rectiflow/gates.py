@@ -11,8 +11,9 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 from .config import Config, ConfigError, GATE_NAMES, validate_config, config_to_dict
-from .data import make_datasets, check_batch_fits
+from .data import make_datasets
 from .train import Trainer, FrozenDraws
+from .tasks import task_data, task_trainer
 
 # %% auto #0
 __all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'overfit_gate',
@@ -94,7 +95,7 @@ def _data_problems(f: dict, info: dict, min_balance: float) -> list[str]:
 
 def data_gate(cfg: Config, datasets=None, num_processes: int = 1, min_balance: float = 0.5, **_) -> GateResult:
     "Split sizes vs the global batch, NaN/Inf, value range, duplicates across splits and class balance."
-    train_ds, val_ds, info = datasets or make_datasets(cfg.data, cfg.run.seed)
+    train_ds, val_ds, info = datasets or task_data(cfg)
     f = data_figures(train_ds, val_ds, info, cfg, num_processes)
     problems = _data_problems(f, info, min_balance)
     msg = '; '.join(problems) if problems else (f"{f['n_train']} train / {f['n_val']} val items, finite, in range, "
@@ -122,14 +123,14 @@ def overfit_gate(cfg: Config, n_items: int = 32, steps: int = 200, frozen: bool 
                  threshold: float | None = None, lr: float | None = None, model=None, datasets=None, run_dir=None,
                  progress: bool = False, **_) -> GateResult:
     "Train on `n_items` fixed items for `steps` steps; pass when the loss falls below `fraction` of its start (or `threshold`)."
-    train_ds, _val, info = datasets or make_datasets(cfg.data, cfg.run.seed)
+    train_ds, val_ds, info = datasets or task_data(cfg)
     if not 0 < n_items <= len(train_ds): raise ConfigError(f"The overfit gate needs 1..{len(train_ds)} items, got n_items={n_items}.")
     items = Subset(train_ds, range(n_items))
     with tempfile.TemporaryDirectory() as d:
         c = _gate_config(cfg, d, **{'data.batch_size': n_items, 'optim.grad_accum': 1, 'flow.cond_dropout': 0.0, 'run.steps': steps,
                                     'schedule.kind': 'constant', 'schedule.warmup_steps': min(10, steps // 10),
                                     'optim.lr': lr or cfg.optim.lr})
-        tr = Trainer(c, datasets=(FrozenDraws(items) if frozen else items, items, info), progress=False, model=model)
+        tr = task_trainer(c, datasets=(FrozenDraws(items) if frozen else items, val_ds, info), model=model)
         losses = [loss.item() for _, (loss, _g) in zip(_steps_bar(steps, 'overfit', progress), tr.optimizer_steps())]
     start, end = losses[0], float(np.mean(losses[-10:]))
     line = threshold if threshold is not None else fraction * start
@@ -165,10 +166,10 @@ def resume_gate(cfg: Config, steps: int = 6, datasets=None, **_) -> GateResult:
     if steps < 2: raise ConfigError(f"The resume gate needs at least 2 steps, got {steps}.")
     half = steps // 2
     with tempfile.TemporaryDirectory() as d:
-        straight = _run(Trainer(_gate_config(cfg, f'{d}/a', **{'run.steps': steps}), datasets=datasets, progress=False), steps)
+        straight = _run(task_trainer(_gate_config(cfg, f'{d}/a', **{'run.steps': steps}), datasets), steps)
         c = _gate_config(cfg, f'{d}/b', **{'run.steps': steps})
-        ckpt = _run(Trainer(c, datasets=datasets, progress=False), half).save_checkpoint()
-        resumed = _run(Trainer(c, datasets=datasets, progress=False, resume=ckpt), steps - half)
+        ckpt = _run(task_trainer(c, datasets), half).save_checkpoint()
+        resumed = _run(task_trainer(c, datasets, resume=ckpt), steps - half)
         a, b = _state_tensors(straight), _state_tensors(resumed)
     differ = [k for k in a if k not in b or a[k].shape != b[k].shape or not torch.equal(a[k], b[k])]
     f = {'steps': steps, 'resumed_at': half, 'tensors': len(a), 'differ': len(differ), 'first_differing': differ[:5]}

@@ -203,8 +203,8 @@ def _check_range(lo, hi, steps, diverge, beta):
     if not 0 <= beta < 1: raise ConfigError(f"The smoothing beta must lie in [0, 1), got {beta:g}.")
 
 def _scratch_trainer(cfg: Config, out: str, datasets=None, model=None) -> Trainer:
-    cfg = replace(cfg, run=replace(cfg.run, out=out, overwrite=True))
-    return Trainer(cfg, datasets=datasets, progress=False, model=model)
+    from rectiflow.tasks import task_trainer        # the tasks chapter comes later; it builds on this one's trainer
+    return task_trainer(replace(cfg, run=replace(cfg.run, out=out, overwrite=True)), datasets, model)
 
 def lr_find(cfg: Config | None, lo: float = 1e-6, hi: float = 1.0, steps: int = 100, diverge: float = 4.0, beta: float = 0.98,
             run_dir=None, progress: bool = True, trainer: Trainer | None = None, datasets=None, model=None,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_train.ipynb #7e2238ee
 from __future__ import annotations
-import json, math, os, shutil, signal, threading, time
+import copy, json, math, os, shutil, signal, threading, time
 from contextlib import nullcontext
 import numpy as np
 from contextlib import contextmanager
@@ -16,19 +16,18 @@ from tqdm.auto import tqdm
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from diffusers.training_utils import EMAModel
-from .config import Config, ConfigError, EvalConfig, validate_config, config_to_dict, save_config, load_config
-from .data import make_datasets, make_loader, check_batch_fits, EpochBatchSampler, fingerprint
-from .models import make_model, n_params, MODEL_CLASSES
+from .config import Config, ConfigError, validate_config, config_to_dict, save_config, load_config
+from .data import make_datasets, make_loader, fingerprint
+from .models import make_model, n_params
 from .losses import FlowMatching
-from .sampling import generate
-from .hooks import TaskHooks, hooks_for
+from .hooks import TaskHooks
 from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, export_model, git_commit, library_versions,
                                   GeneratorState, checkpoint_dirs, publish_checkpoint, check_resumable, find_resume_checkpoint)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
 
 # %% auto #0
-__all__ = ['NonFiniteError', 'Trainer', 'fixed_subset', 'score', 'validation_seed', 'sample_model', 'truncate_metrics',
+__all__ = ['NonFiniteError', 'Trainer', 'fixed_subset', 'score', 'validation_seed', 'batch_weight', 'truncate_metrics',
            'FrozenDraws', 'train', 'evaluation_target', 'checkpoint_models', 'evaluate_checkpoint']
 
 # %% ../nbs/07_train.ipynb #380ac92e
@@ -49,7 +48,6 @@ class Trainer:
         self.accelerator = Accelerator(mixed_precision=self._mixed_precision(), cpu=not torch.cuda.is_available(),
                                        gradient_accumulation_steps=cfg.optim.grad_accum)
         self.train_ds, self.val_ds, self.data_info = datasets or make_datasets(cfg.data, cfg.run.seed)
-        check_batch_fits(len(self.train_ds), cfg.data.batch_size * cfg.optim.grad_accum, self.accelerator.num_processes)
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)   # refuse a bad --out before anything is built or written
         self.fingerprint = fingerprint(self.train_ds) if hasattr(self.train_ds, 'x1') else None   # wrapped datasets: none
         if resume is not None: check_resumable(json.loads((Path(resume) / 'trainer_state.json').read_text()),
@@ -78,8 +76,9 @@ class Trainer:
         self.lr_at = self.scheduled_lr
         sched = make_scheduler(opt, lambda s: self.lr_at(s), cfg.optim.lr, acc.num_processes)
         data_seed, flow_seed = self._stream_seeds()
-        self.sampler = EpochBatchSampler(len(self.train_ds), cfg.data.batch_size, data_seed, acc.process_index, acc.num_processes)
-        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers)   # sharded by our sampler, not by prepare
+        # the task's batch sampler checks that a global batch fits; it shards, so the loader is not prepared
+        self.sampler = self.hooks.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index, acc.num_processes)
+        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.hooks.collate)
         self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
         self.ema = EMAModel(self.unwrapped.parameters(), decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
                             inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
@@ -91,7 +90,7 @@ class Trainer:
         self.stop_signal, self.end_record = None, None              # a signal that asked us to stop; why the rules ended the run
         self.pending_losses = []                                    # losses since the last log record
         self.tracker = Tracker()                                    # fit() opens the configured one on the main process
-        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items)
+        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, self.hooks.collate)
         self.strip_batch = self.hooks.strip_batch(self.val_ds)
         self.step, self.history, self.last_eval_step = 0, [], None
 
@@ -123,11 +122,11 @@ class Trainer:
         return int(data.generate_state(1)[0]), int(flow.generate_state(1)[0])
 
 # %% ../nbs/07_train.ipynb #4a52d679
-def fixed_subset(ds, n: int) -> dict:
+def fixed_subset(ds, n: int, collate=torch.utils.data.default_collate) -> dict:
     "`n` items evenly spaced over `ds` (all if fewer), collated into one batch: the same items every time."
     n = min(n, len(ds))
     idx = torch.linspace(0, len(ds) - 1, n).round().long().tolist()
-    return torch.utils.data.default_collate([ds[i] for i in idx])
+    return collate([ds[i] for i in idx])
 
 @torch.no_grad()
 def score(model, objective, batch: dict, seed: int, device='cpu', drop_cond: bool = False, autocast=nullcontext,
@@ -155,12 +154,14 @@ def validation_loss(self: Trainer, model=None, drop_cond: bool = False) -> float
 
 @patch
 def evaluate(self: Trainer) -> dict:
-    "The validation figures of the current weights: raw and EMA loss; on conditioned data the EMA loss without the condition, and the gap."
+    "Validation figures of the current weights: raw and EMA loss, the EMA loss without the condition and the gap, the task's own."
+    conditioned = 'cond' in self.val_batch and hasattr(self.unwrapped, 'drop_cond')
     rec = {'val_loss': self.validation_loss()}
     with self.ema_weights() as m:
         rec['val_loss_ema'] = self.validation_loss(m)
-        if 'cond' in self.val_batch: rec['val_loss_ema_uncond'] = self.validation_loss(m, drop_cond=True)
-    if 'cond' in self.val_batch: rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
+        if conditioned: rec['val_loss_ema_uncond'] = self.validation_loss(m, drop_cond=True)
+        rec.update(self.hooks.validation(m, {k: v.to(self.accelerator.device) for k, v in self.val_batch.items()}))
+    if conditioned: rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
     return rec
 
 @patch
@@ -194,9 +195,13 @@ def _write_run_info(self: Trainer, status: str, **extra):
         'n_params': n_params(self.unwrapped), 'init_from': str(self.init_from) if self.init_from else None, **extra})
 
 # %% ../nbs/07_train.ipynb #aad37ee1
+def batch_weight(batch: dict) -> float:
+    "How much a micro-batch counts in its optimizer step: its target elements (`mask`), else its items."
+    return float(batch['mask'].sum()) if 'mask' in batch else float(len(batch['x1']))
+
 @patch
-def _micro_step(self: Trainer, batch: dict):
-    "Forward, backward and (on the last micro-batch) clip + optimizer + scheduler step. Returns loss, grad norm."
+def _micro_step(self: Trainer, batch: dict, share: float | None = None):
+    "Forward, backward of the loss weighted by the micro-batch's `share` of its step (default 1/grad_accum), and on the last one the step."
     grad_norm = None
     with self.accelerator.accumulate(self.model):
         with self.accelerator.autocast():
@@ -207,7 +212,8 @@ def _micro_step(self: Trainer, batch: dict):
         # the non-finite gradients that all-reduce spreads stop every process together, below
         if self.accelerator.num_processes == 1 and not torch.isfinite(loss):
             raise NonFiniteError(f"Non-finite loss {loss.item()} at step {self.step}; lower optim.lr or check the data.")
-        self.accelerator.backward(loss)
+        scale = 1.0 if share is None else share * self.cfg.optim.grad_accum      # accelerate divides by grad_accum
+        self.accelerator.backward(loss * scale)
         if self.accelerator.sync_gradients:
             grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
             if not torch.isfinite(grad_norm):   # raised before the optimizer step: the weights stay the last good ones
@@ -218,12 +224,16 @@ def _micro_step(self: Trainer, batch: dict):
 @patch
 def optimizer_steps(self: Trainer):
     "Train from the current position on, yielding `(loss, grad_norm)` after each optimizer step (step counted, EMA updated)."
-    for batch in self._batches():
-        loss, grad_norm = self._micro_step(batch)
-        if not self.accelerator.sync_gradients: continue
+    batches, k = self._batches(), self.cfg.optim.grad_accum
+    while True:
+        micro = [next(batches) for _ in range(k)]
+        weights = [batch_weight(b) for b in micro]
+        losses = [self._micro_step(b, w / sum(weights)) for b, w in zip(micro, weights)]
+        assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
         self.step += 1
         self.ema.step(self.unwrapped.parameters())
-        yield loss, grad_norm
+        loss = sum(l * w for (l, _), w in zip(losses, weights)) / sum(weights)    # the step's loss, weighted as its gradient
+        yield loss, losses[-1][1]
 
 @patch
 def _batches(self: Trainer):
@@ -236,16 +246,6 @@ def _batches(self: Trainer):
         self.data_pos = [self.data_pos[0] + 1, 0]
 
 # %% ../nbs/07_train.ipynb #a48ffb0f
-def sample_model(model, e: EvalConfig, shape: tuple, cond: torch.Tensor | None, n: int, seed: int) -> torch.Tensor:
-    "`n` samples of item `shape` from `model` with the eval sampler settings `e` and a fixed seed, on the CPU."
-    x, _ = generate(model, (n, *shape), cond, torch.Generator().manual_seed(seed), e.solver, e.nfe, e.cfg_scale)
-    return x.float().cpu()
-
-@patch
-def sample_ema(self: Trainer, cond: torch.Tensor | None, n: int, seed: int):
-    "Samples from the EMA weights with the eval sampler settings and a fixed seed."
-    with self.ema_weights() as m: return sample_model(m, self.cfg.eval, self.data_info['shape'], cond, n, seed)
-
 @patch
 def _metric(self: Trainer, rec: dict) -> float:
     "The value of `eval.metric` in evaluation record `rec`."
@@ -281,7 +281,7 @@ def _save_best(self: Trainer, value: float):
     "Export the EMA weights to best/ (atomically, on rank 0) as the new best by `eval.metric`."
     if self.is_main:
         with self.ema_weights() as m:
-            export_model(m, self.run_dir, 'best', {'step': self.step, self.cfg.eval.metric: value})
+            export_model(m, self.run_dir, 'best', {'step': self.step, self.cfg.eval.metric: value, 'task': self.hooks.state_dict()})
     self.accelerator.wait_for_everyone()
 
 @patch
@@ -289,7 +289,7 @@ def _maybe_sample(self: Trainer, force: bool = False):
     if self.strip_batch is None or not (force or self.step % self.cfg.eval.sample_every == 0): return
     if self.is_main:
         b = self.strip_batch
-        x = self.sample_ema(b.get('cond'), len(b['x1']), seed=20_000 + self.cfg.run.seed)
+        with self.ema_weights() as m: x = self.hooks.sample(m, b, 20_000 + self.cfg.run.seed, self.cfg.eval)
         path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'; path.parent.mkdir(exist_ok=True)
         self.hooks.render(x, b, path, self.step)
     self.accelerator.wait_for_everyone()
@@ -388,9 +388,10 @@ def _finish(self: Trainer) -> dict:
     status = self.rules.status if self.rules.status == 'frozen' else 'max_steps' if self.step < self.cfg.run.steps else 'completed'
     final = {'kind': 'final', 'status': status, 'train_seconds': round(train_seconds, 1)}
     if self.is_main:
-        with self.ema_weights() as m: export_model(m, self.run_dir)
         t0 = time.time()
-        final.update(self.hooks.quality(lambda cond, n, seed: self.sample_ema(cond, n, seed)))
+        with self.ema_weights() as m:
+            export_model(m, self.run_dir, 'final', {'step': self.step, 'task': self.hooks.state_dict()})
+            final.update(self.hooks.final_quality(m, self.cfg.eval, self.data_info.get('shape')))
         final['quality_seconds'] = round(time.time() - t0, 1)
         final['val_loss_ema'] = next(r['val_loss_ema'] for r in reversed(self.history) if r.get('kind') == 'val')
     final = self.log_record(final)
@@ -421,7 +422,7 @@ def save_checkpoint(self: Trainer) -> Path:
     self.accelerator.wait_for_everyone()
     if self.is_main:
         write_json_atomic(tmp / 'trainer_state.json', {'step': self.step, 'data_pos': self.data_pos, 'fingerprint': self.fingerprint, 'best': self.best,
-                          'rules': self.rules.state_dict(), 'last_eval_step': self.last_eval_step,
+                          'rules': self.rules.state_dict(), 'last_eval_step': self.last_eval_step, 'task': self.hooks.state_dict(),
                           'pending_losses': [l.item() for l in self.pending_losses], 'git_commit': git_commit(),
                           'versions': library_versions(),
                           'num_processes': self.accelerator.num_processes, 'config': config_to_dict(self.cfg)})
@@ -438,7 +439,7 @@ def load_checkpoint(self: Trainer, path):
     self.accelerator.load_state(path)
     self.ema.to(self.accelerator.device)
     self.step, self.data_pos, self.last_eval_step = state['step'], list(state['data_pos']), state.get('last_eval_step')
-    self.rules.load_state_dict(state['rules'])
+    self.rules.load_state_dict(state['rules']); self.hooks.load_state_dict(state.get('task', {}))
     if self.rules.status != 'running': self.rules.status, self.rules.since_best, self.rules.worse_streak = 'running', 0, 0  # another chance
     self.pending_losses = [torch.tensor(l, dtype=torch.float32) for l in state.get('pending_losses', [])]
 
@@ -453,6 +454,7 @@ def load_weights(self: Trainer, path):
     self.unwrapped.load_state_dict(load_file(str(path / 'model.safetensors')))
     self.ema.load_state_dict(torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False))  # registered first: the EMA
     self.ema.to(self.accelerator.device)
+    self.hooks.load_state_dict(state.get('task', {}))                        # e.g. latent statistics: inherited, not recomputed
 
 @patch
 def _maybe_checkpoint(self: Trainer):
@@ -473,11 +475,10 @@ class FrozenDraws(torch.utils.data.Dataset):
 
 # %% ../nbs/07_train.ipynb #a024e991
 def train(cfg: Config, progress: bool = True, resume=None, init_from=None) -> dict:
-    "Train `cfg` (continuing checkpoint `resume`, or starting from the weights of `init_from`) with its dataset's hooks."
-    validate_config(cfg)
-    train_ds, val_ds, info = make_datasets(cfg.data, cfg.run.seed)
-    hooks = hooks_for(info, cfg.run.seed, cfg.eval.n_samples)
-    return Trainer(cfg, hooks, (train_ds, val_ds, info), progress, resume, init_from).fit()
+    "Train `cfg` (continuing checkpoint `resume`, or starting from the weights of `init_from`): its task's parts, a trainer, a fit."
+    from rectiflow.tasks import build_task     # here, not at the top: task chapters build on this one
+    p = build_task(cfg)
+    return Trainer(cfg, p['hooks'], (p['train_ds'], p['val_ds'], p['info']), progress, resume, init_from, p['model'], p['objective']).fit()
 
 # %% ../nbs/07_train.ipynb #7b15b4be
 def evaluation_target(path) -> tuple[Path, Path]:
@@ -492,36 +493,40 @@ def evaluation_target(path) -> tuple[Path, Path]:
         return find_resume_checkpoint(path), path
     raise ConfigError(f"{path} is not a checkpoint, a best/ or final/ export, or a run directory.")
 
-def checkpoint_models(path, cfg: Config, info: dict) -> dict:
-    "The models saved at `path`: {'raw', 'ema'} from a step checkpoint, {'ema'} from an export."
+def checkpoint_models(path, template) -> dict:
+    "The models saved at `path` in the architecture of `template`: {'raw', 'ema'} from a step checkpoint, {'ema'} from an export."
     from safetensors.torch import load_file
     path = Path(path)
-    if not (path / 'trainer_state.json').is_file(): return {'ema': MODEL_CLASSES[cfg.model.name].from_pretrained(path).eval()}
-    raw, ema = make_model(cfg.model, info), make_model(cfg.model, info)
+    if not (path / 'trainer_state.json').is_file(): return {'ema': type(template).from_pretrained(path).eval()}
+    raw, ema = copy.deepcopy(template), copy.deepcopy(template)
     raw.load_state_dict(load_file(str(path / 'model.safetensors'))); ema.load_state_dict(raw.state_dict())
     shadow = EMAModel(ema.parameters())
     shadow.load_state_dict(torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False))   # registered first: the EMA
     shadow.copy_to(ema.parameters())
     return {'raw': raw.eval(), 'ema': ema.eval()}
 
-def _checkpoint_step(path: Path):
+def _checkpoint_info(path: Path) -> dict:
     for name in ('trainer_state.json', 'info.json'):
-        if (path / name).is_file(): return json.loads((path / name).read_text()).get('step')
+        if (path / name).is_file(): return json.loads((path / name).read_text())
+    return {}
 
 def evaluate_checkpoint(path, quality: bool = False) -> dict:
     "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the hooks' quality figures)."
+    from rectiflow.tasks import build_task
     ckpt, run_dir = evaluation_target(path)
     cfg = load_config(run_dir / 'config.json')
-    _, val_ds, info = make_datasets(cfg.data, cfg.run.seed)
-    models, objective = checkpoint_models(ckpt, cfg, info), FlowMatching(cfg.flow).validation()
-    batch, seed = fixed_subset(val_ds, cfg.eval.val_items), validation_seed(cfg)
-    rec = {'checkpoint': str(ckpt), 'step': _checkpoint_step(ckpt)}
+    p, saved = build_task(cfg), _checkpoint_info(ckpt)
+    hooks, info = p['hooks'], p['info']
+    hooks.load_state_dict(saved.get('task', {}))
+    models = checkpoint_models(ckpt, p['model'] if p['model'] is not None else make_model(cfg.model, info))
+    objective = (p['objective'] or FlowMatching(cfg.flow)).validation()
+    batch, seed, ema = fixed_subset(p['val_ds'], cfg.eval.val_items, hooks.collate), validation_seed(cfg), models['ema']
+    rec = {'checkpoint': str(ckpt), 'step': saved.get('step')}
     if 'raw' in models: rec['val_loss'] = score(models['raw'], objective, batch, seed)
-    rec['val_loss_ema'] = score(models['ema'], objective, batch, seed)
-    if 'cond' in batch:
-        rec['val_loss_ema_uncond'] = score(models['ema'], objective, batch, seed, drop_cond=True)
+    rec['val_loss_ema'] = score(ema, objective, batch, seed)
+    if 'cond' in batch and hasattr(ema, 'drop_cond'):
+        rec['val_loss_ema_uncond'] = score(ema, objective, batch, seed, drop_cond=True)
         rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
-    if quality:
-        hooks = hooks_for(info, cfg.run.seed, cfg.eval.n_samples)
-        rec.update(hooks.quality(lambda cond, n, seed: sample_model(models['ema'], cfg.eval, info['shape'], cond, n, seed)))
+    rec.update(hooks.validation(ema, batch))
+    if quality: rec.update(hooks.final_quality(ema, cfg.eval, info.get('shape')))
     return rec
