@@ -222,13 +222,20 @@ def _micro_step(self: Trainer, batch: dict, share: float | None = None):
     return loss.detach(), grad_norm
 
 @patch
+def _global_weight(self: Trainer, weight: float) -> float:
+    "The step's target elements summed over all processes (one all-reduce per step when there are several)."
+    if self.accelerator.num_processes == 1: return weight
+    return float(self.accelerator.reduce(torch.tensor([weight], device=self.accelerator.device), 'sum').item())
+
+@patch
 def optimizer_steps(self: Trainer):
     "Train from the current position on, yielding `(loss, grad_norm)` after each optimizer step (step counted, EMA updated)."
     batches, k = self._batches(), self.cfg.optim.grad_accum
     while True:
         micro = [next(batches) for _ in range(k)]
         weights = [batch_weight(b) for b in micro]
-        losses = [self._micro_step(b, w / sum(weights)) for b, w in zip(micro, weights)]
+        total, world = self._global_weight(sum(weights)), self.accelerator.num_processes
+        losses = [self._micro_step(b, w * world / total) for b, w in zip(micro, weights)]   # DDP divides by world
         assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
         self.step += 1
         self.ema.step(self.unwrapped.parameters())
