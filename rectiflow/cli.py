@@ -38,7 +38,7 @@ def _train_parser(sub):
     _config_args(p)
     p.add_argument('--gates', metavar='NAMES', help='run these gates first (e.g. data,overfit) and refuse to train if one fails')
     p.add_argument('--force', action='store_true', help='train even when a --gates gate failed')
-    p.add_argument('--vae', metavar='PATH', help='the AutoencoderKL folder the recon gate checks')
+    p.add_argument('--vae', metavar='PATH', help='the AutoencoderKL folder (data.vae): latent tasks encode with it, the recon gate checks it')
     p.add_argument('--resume', nargs='?', const='', default=None, metavar='PATH',
                    help='continue a run: its newest checkpoint (the --out run, or the run at PATH) or the checkpoint PATH')
     p.add_argument('--init-from', metavar='PATH', help="start a new run from another run's (or checkpoint's) weights and EMA")
@@ -69,7 +69,7 @@ def _gate_parser(sub):
                        "OUT/gates.jsonl.")
     p.add_argument('names', help='gate name(s), comma-separated: ' + ','.join(GATE_NAMES))
     _config_args(p)
-    p.add_argument('--vae', metavar='PATH', help='the AutoencoderKL folder the recon gate checks')
+    p.add_argument('--vae', metavar='PATH', help='the AutoencoderKL folder (data.vae): latent tasks encode with it, the recon gate checks it')
 
 def _lr_find_parser(sub):
     p = sub.add_parser('lr-find', help='LR range test: suggest a learning rate',
@@ -103,6 +103,7 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
     pairs = [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
     cfg = apply_overrides(cfg, pairs + list(overrides))
     if args.overwrite: cfg.run.overwrite = True
+    if getattr(args, 'vae', None): cfg.data.vae = args.vae
     return validate_config(cfg)
 
 # %% ../nbs/11_cli.ipynb #8f330bf4
@@ -114,6 +115,9 @@ def _quality_lines(final: dict, cfg: Config) -> list[str]:
         lines += [f"generated-digit accuracy {final['accuracy']:.4f} ({final['n_samples']} samples, {how})",
                   f"controllability gap {final['control_gap']:.4f}",
                   f"Frechet distance {final['fd']:.3f} vs real-data floor {final['fd_floor']:.3f} (ratio {final['fd_ratio']:.2f})"]
+    if 'recon_accuracy' in final:
+        lines += [f"reconstructions read correctly {final['recon_accuracy']:.4f} (real digits {final['recon_real_accuracy']:.4f}), "
+                  f"PSNR {final['recon_psnr']:.2f} dB; recon gate {'passed' if final['recon_passed'] else 'FAILED'}"]
     if 'w2' in final:
         lines += [f"W2 {final['w2']:.4f} (noise floor {final['w2_floor']:.4f}); energy distance {final['energy']:.5f} "
                   f"(noise floor {final['energy_floor']:.5f}); {final['n_samples']} samples, {how}"]
@@ -147,7 +151,7 @@ def gates_allow_training(args, cfg: Config, resume) -> bool:
     from rectiflow.checkpoint import check_run_dir
     if resume is not None: raise ConfigError("--gates checks a new run; run `rectiflow gate` separately before resuming.")
     check_run_dir(cfg.run.out, cfg.run.overwrite)          # a bad --out fails before the gates spend minutes
-    failed = [r.name for r in run_gates(args.gates, cfg, cfg.run.out, vae=args.vae) if not r.passed]
+    failed = [r.name for r in run_gates(args.gates, cfg, cfg.run.out, vae=cfg.data.vae or None) if not r.passed]
     if failed and not args.force:
         print(f"rectiflow: not training: gate {', '.join(failed)} failed (see {cfg.run.out}/gates.jsonl); "
               "fix it or pass --force.", file=sys.stderr)
@@ -184,7 +188,7 @@ def cmd_evaluate(args) -> int:
 def cmd_gate(args, overrides) -> int:
     from rectiflow.gates import run_gates
     cfg = config_from_args(args, overrides)
-    results = run_gates(args.names, cfg, cfg.run.out, vae=args.vae)
+    results = run_gates(args.names, cfg, cfg.run.out, vae=cfg.data.vae or None)
     print(f"recorded in {Path(cfg.run.out) / 'gates.jsonl'}")
     return 0 if all(r.passed for r in results) else 1
 

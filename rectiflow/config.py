@@ -43,6 +43,8 @@ class DataConfig:
     n_train: int = 50_000       # 2-D data: size of the fixed training set
     n_val: int = 5_000          # 2-D data: size of the held-out set
     num_workers: int = 0
+    vae: str = ''               # latent tasks: the AutoencoderKL folder (save_pretrained) that encodes and decodes
+    latent_cache: str = ''      # latent tasks: where encoded latents are cached ('' = $XDG_CACHE_HOME/rectiflow/latents)
 
 @dataclass
 class ModelConfig:
@@ -51,6 +53,7 @@ class ModelConfig:
     layers: int = 1                         # unet: layers per block; dit: transformer blocks; mlp: hidden layers
     attention: bool = False                 # unet: self-attention in the lower block
     heads: int = 4                          # dit: attention heads
+    latent_channels: int = 4                # vae task: channels of the latent
 
 @dataclass
 class FlowConfig:

@@ -56,6 +56,9 @@ class Trainer:
         self._build(model, objective)
         if resume is not None: self.load_checkpoint(resume)
         if init_from is not None: self.load_weights(init_from)
+        # after any load: task state (latent statistics) restored from a checkpoint shapes what the items hold
+        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, self.hooks.collate)
+        self.strip_batch = self.hooks.strip_batch(self.val_ds)
 
     @property
     def is_main(self): return self.accelerator.is_main_process
@@ -90,8 +93,6 @@ class Trainer:
         self.stop_signal, self.end_record = None, None              # a signal that asked us to stop; why the rules ended the run
         self.pending_losses = []                                    # losses since the last log record
         self.tracker = Tracker()                                    # fit() opens the configured one on the main process
-        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, self.hooks.collate)
-        self.strip_batch = self.hooks.strip_batch(self.val_ds)
         self.step, self.history, self.last_eval_step = 0, [], None
 
     @property
