@@ -54,7 +54,10 @@ def checkpoint(repeats=5):
 
 def tasks():
     "The issue-6 workloads at their presets through the CLI (`--task NAME`)."
-    return {'filler': run('filler', '--task', 'filler')}
+    out = {'filler': run('filler', '--task', 'filler'), 'vae': run('vae', '--task', 'vae')}
+    out['latent-digits'] = run('latent-digits', '--task', 'latent-digits', '--vae', RUNS / 'vae' / 'final',
+                               '--data.latent_cache', RUNS / 'latent-cache')
+    return out
 
 def lr_sweep():
     "The LR range test against a grid sweep on the digits default (benchmarks/lr_sweep.py writes lr_sweep.json)."
@@ -140,6 +143,20 @@ def results_md(res) -> str:
                   '| steps | training time | PSNR | untrained floor | gain | mean-of-visible baseline | per band |', '|---|---|---|---|---|---|---|',
                   f"| {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['psnr']:.2f} dB | {f['psnr_floor']:.2f} dB | "
                   f"+{f['psnr_gain_db']:.2f} dB | {f['psnr_mean_visible']:.2f} dB | {bands} |", '']
+    if 'tasks' in res and 'vae' in res['tasks']:
+        v, cv = res['tasks']['vae']['final'], res['tasks']['vae']['config']
+        lines += ['## Latents (`--task vae`, then `--task latent-digits`)', '',
+                  'Stage 0 trains a small `AutoencoderKL` on the digits; its `final/` is gated by `recon` (the reference classifier '
+                  'must read >= 95% of the reconstructed validation digits) and encodes the cached latents the flow trains on.', '',
+                  '| stage | steps | training time | figures |', '|---|---|---|---|',
+                  f"| vae | {cv['run']['steps']} | {v['train_seconds']:.0f} s | reconstructions read correctly {v['recon_accuracy']:.4f} "
+                  f"(real {v['recon_real_accuracy']:.4f}), PSNR {v['recon_psnr']:.2f} dB, gate {'passed' if v['recon_passed'] else 'FAILED'} |"]
+        if 'latent-digits' in res['tasks']:
+            l, cl = res['tasks']['latent-digits']['final'], res['tasks']['latent-digits']['config']
+            lines.append(f"| latent-digits | {cl['run']['steps']} | {l['train_seconds']:.0f} s | generated accuracy {l['accuracy']:.4f}, "
+                         f"control gap {l['control_gap']:.4f}, FD {l['fd']:.3f} vs floor {l['fd_floor']:.3f} (ratio {l['fd_ratio']:.2f}); "
+                         f"{l['n_samples']} samples, {sampler(cl)} |")
+        lines.append('')
     if 'lr' in res:
         sys.path.insert(0, str(HERE)); from lr_sweep import table
         lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '',
