@@ -14,9 +14,9 @@ from .losses import FlowMatching
 from .sampling import generate
 
 # %% auto #0
-__all__ = ['RUN_MARKERS', 'PRE_RUN', 'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'is_run_dir', 'check_run_dir',
-           'prepare_run_dir', 'git_commit', 'library_versions', 'export_model', 'RunSampler', 'load_run',
-           'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable',
+__all__ = ['RUN_MARKERS', 'PRE_RUN', 'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'is_run_dir',
+           'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'export_model', 'RunSampler',
+           'load_run', 'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable',
            'find_resume_checkpoint', 'config_differences', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
@@ -33,6 +33,15 @@ def write_text_atomic(path, text: str):
 def write_json_atomic(path, obj):
     "Write `obj` as indented JSON to `path`, atomically."
     write_text_atomic(path, json.dumps(obj, indent=2) + '\n')
+
+def read_jsonl(path) -> list[dict]:
+    "The records of the JSON-lines file `path`, read as a tail does: none if it does not exist yet, a torn line skipped."
+    path, out = Path(path), []
+    if not path.exists(): return out
+    for line in path.read_text().splitlines():
+        try: out.append(json.loads(line))
+        except json.JSONDecodeError: continue
+    return out
 
 # %% ../nbs/06_checkpoint.ipynb #8480228a
 RUN_MARKERS = ('config.json', 'metrics.jsonl', 'run_info.json')

@@ -89,6 +89,7 @@ def check_batch_fits(n_items: int, batch_size: int, num_processes: int = 1, spli
 # %% ../nbs/01_data.ipynb #9b520a12
 class EpochBatchSampler(torch.utils.data.Sampler):
     "This rank's batches of a seeded per-epoch permutation; resumable at any (epoch, batch)."
+    equal_batches = True    # every batch holds batch_size items (the trainer need not sum counts across processes)
     def __init__(self, n: int, batch_size: int, seed: int, rank: int = 0, world: int = 1):
         check_batch_fits(n, batch_size, world)
         self.n, self.batch_size, self.seed, self.rank, self.world = n, batch_size, seed, rank, world
@@ -144,6 +145,7 @@ def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 # %% ../nbs/01_data.ipynb #b7aa6d98
 class BucketBatchSampler(torch.utils.data.Sampler):
     "This rank's batches of similar-length items from a seeded per-epoch permutation; resumable at any (epoch, batch)."
+    equal_batches = True    # every batch holds batch_size items
     def __init__(self, lengths, batch_size: int, seed: int, rank: int = 0, world: int = 1,
                  window: int = 32,          # global batches sorted together: larger pads less, mixes less
                  drop_last: bool = True):   # True: the remainder sits the epoch out; False: the epoch's first items fill it
@@ -188,6 +190,7 @@ def check_lengths_fit(lengths, max_frames: int):
 
 class FrameBudgetSampler(torch.utils.data.Sampler):
     "This rank's batches of similar-length items, each within `max_frames` padded frames; resumable at any (epoch, batch)."
+    equal_batches = False   # batch sizes follow the lengths
     def __init__(self, lengths, max_frames: int, seed: int, rank: int = 0, world: int = 1,
                  bucket_ratio: float = 1.2, # longest / shortest length in a bucket: lower pads less, mixes less
                  drop_last: bool = True):   # True: the batches past a multiple of world sit out; False: repeat the first ones

@@ -14,6 +14,7 @@ from .config import Config, ConfigError, GATE_NAMES, validate_config, config_to_
 from .data import make_datasets
 from .train import Trainer, FrozenDraws
 from .tasks import task_data, task_trainer
+from .checkpoint import read_jsonl
 
 # %% auto #0
 __all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'overfit_gate',
@@ -47,11 +48,10 @@ def record_gate(result: GateResult, run_dir) -> Path:
 
 def read_gates(run_dir) -> list[GateResult]:
     "The gate results recorded in `run_dir/gates.jsonl`, oldest first (a torn last line is skipped)."
-    path, out = Path(run_dir) / 'gates.jsonl', []
-    if not path.exists(): return out
-    for line in path.read_text().splitlines():
-        try: out.append(GateResult(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError): continue
+    out = []
+    for r in read_jsonl(Path(run_dir) / 'gates.jsonl'):
+        try: out.append(GateResult(**r))
+        except TypeError: continue                        # not a gate record
     return out
 
 # %% ../nbs/09_gates.ipynb #38e367e0

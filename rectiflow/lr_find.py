@@ -13,6 +13,7 @@ import torch
 from tqdm.auto import tqdm
 from .config import Config, ConfigError
 from .schedules import exponential_ramp_lr
+from .checkpoint import read_jsonl
 from .train import Trainer, NonFiniteError
 
 # %% auto #0
@@ -159,7 +160,7 @@ class LRFindResult:
     def load(cls, path) -> LRFindResult:
         "Read a result from `lr_find.jsonl` at `path` (or in the run directory `path`)."
         path = Path(path); path = path / 'lr_find.jsonl' if path.is_dir() else path
-        recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+        recs = read_jsonl(path)
         steps, summary = [r for r in recs if r['kind'] == 'step'], next(r for r in recs if r['kind'] == 'suggestion')
         curve = {k: [r[k] for r in steps] for k in ('lr', 'loss', 'smoothed')}
         return cls(lrs=curve['lr'], losses=curve['loss'], smoothed=curve['smoothed'],

@@ -21,14 +21,15 @@ from .data import make_datasets, make_loader, fingerprint
 from .models import make_model, n_params
 from .losses import FlowMatching
 from .hooks import TaskHooks
-from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, export_model, git_commit, library_versions,
+from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl, export_model, git_commit, library_versions,
                                   GeneratorState, checkpoint_dirs, publish_checkpoint, check_resumable, find_resume_checkpoint)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
 
 # %% auto #0
 __all__ = ['NonFiniteError', 'Trainer', 'fixed_subset', 'score', 'validation_seed', 'batch_weight', 'truncate_metrics',
-           'FrozenDraws', 'train', 'evaluation_target', 'checkpoint_models', 'evaluate_checkpoint']
+           'checkpoint_weights', 'FrozenDraws', 'train', 'evaluation_target', 'checkpoint_models',
+           'evaluate_checkpoint']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -223,9 +224,11 @@ def _micro_step(self: Trainer, batch: dict, share: float | None = None):
     return loss.detach(), grad_norm
 
 @patch
-def _global_weight(self: Trainer, weight: float) -> float:
-    "The step's target elements summed over all processes (one all-reduce per step when there are several)."
-    if self.accelerator.num_processes == 1: return weight
+def _global_weight(self: Trainer, weight: float, masked: bool) -> float:
+    "The step's target elements summed over all processes: an all-reduce only where the processes' counts can differ."
+    world = self.accelerator.num_processes
+    # equal batches without a mask (the sampler says so, the same on every process) hold the same count everywhere
+    if world == 1 or (not masked and getattr(self.sampler, 'equal_batches', False)): return weight * world
     return float(self.accelerator.reduce(torch.tensor([weight], device=self.accelerator.device), 'sum').item())
 
 @patch
@@ -235,7 +238,7 @@ def optimizer_steps(self: Trainer):
     while True:
         micro = [next(batches) for _ in range(k)]
         weights = [batch_weight(b) for b in micro]
-        total, world = self._global_weight(sum(weights)), self.accelerator.num_processes
+        total, world = self._global_weight(sum(weights), 'mask' in micro[0]), self.accelerator.num_processes
         losses = [self._micro_step(b, w * world / total) for b, w in zip(micro, weights)]   # DDP divides by world
         assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
         self.step += 1
@@ -412,12 +415,8 @@ def truncate_metrics(path, step: int):
     "Keep the records of `path` up to `step` (dropping later ones and any torn line)."
     path = Path(path)
     if not path.exists(): return
-    keep = []
-    for line in path.read_text().splitlines():
-        try: rec = json.loads(line)
-        except json.JSONDecodeError: continue
-        if rec.get('step', 0) <= step and rec.get('kind') not in ('final', 'stopped', 'aborted', 'frozen'): keep.append(line)
-    write_text_atomic(path, ''.join(l + '\n' for l in keep))
+    keep = [r for r in read_jsonl(path) if r.get('step', 0) <= step and r.get('kind') not in ('final', 'stopped', 'aborted', 'frozen')]
+    write_text_atomic(path, ''.join(json.dumps(r) + '\n' for r in keep))
 
 @patch
 def save_checkpoint(self: Trainer) -> Path:
@@ -451,6 +450,12 @@ def load_checkpoint(self: Trainer, path):
     if self.rules.status != 'running': self.rules.status, self.rules.since_best, self.rules.worse_streak = 'running', 0, 0  # another chance
     self.pending_losses = [torch.tensor(l, dtype=torch.float32) for l in state.get('pending_losses', [])]
 
+def checkpoint_weights(path) -> tuple[dict, dict]:
+    "The raw weights and the EMA's state saved in the step checkpoint at `path`."
+    from safetensors.torch import load_file
+    path = Path(path)
+    return load_file(str(path / 'model.safetensors')), torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False)  # registered first: the EMA
+
 @patch
 def load_weights(self: Trainer, path):
     "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
@@ -458,9 +463,8 @@ def load_weights(self: Trainer, path):
     state = json.loads((path / 'trainer_state.json').read_text())
     if state['config']['model'] != config_to_dict(self.cfg)['model']:
         raise ConfigError(f"--init-from {path}: its model config {state['config']['model']} differs from this run's.")
-    from safetensors.torch import load_file
-    self.unwrapped.load_state_dict(load_file(str(path / 'model.safetensors')))
-    self.ema.load_state_dict(torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False))  # registered first: the EMA
+    weights, ema = checkpoint_weights(path)
+    self.unwrapped.load_state_dict(weights); self.ema.load_state_dict(ema)
     self.ema.to(self.accelerator.device)
     self.hooks.load_state_dict(state.get('task', {}))                        # e.g. latent statistics: inherited, not recomputed
 
@@ -503,14 +507,12 @@ def evaluation_target(path) -> tuple[Path, Path]:
 
 def checkpoint_models(path, template) -> dict:
     "The models saved at `path` in the architecture of `template`: {'raw', 'ema'} from a step checkpoint, {'ema'} from an export."
-    from safetensors.torch import load_file
     path = Path(path)
     if not (path / 'trainer_state.json').is_file(): return {'ema': type(template).from_pretrained(path).eval()}
     raw, ema = copy.deepcopy(template), copy.deepcopy(template)
-    raw.load_state_dict(load_file(str(path / 'model.safetensors'))); ema.load_state_dict(raw.state_dict())
-    shadow = EMAModel(ema.parameters())
-    shadow.load_state_dict(torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False))   # registered first: the EMA
-    shadow.copy_to(ema.parameters())
+    weights, ema_state = checkpoint_weights(path)
+    raw.load_state_dict(weights); ema.load_state_dict(weights)
+    shadow = EMAModel(ema.parameters()); shadow.load_state_dict(ema_state); shadow.copy_to(ema.parameters())
     return {'raw': raw.eval(), 'ema': ema.eval()}
 
 def _checkpoint_info(path: Path) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import ipywidgets as W
 from IPython.display import display
 from .config import Config, ConfigError, load_config, config_to_dict
-from .checkpoint import checkpoint_dirs, config_differences, is_run_dir
+from .checkpoint import checkpoint_dirs, config_differences, is_run_dir, read_jsonl
 from .lr_find import lr_find, smooth_losses, format_suggestion, LRFindResult
 
 # %% auto #0
@@ -24,12 +24,7 @@ IN_TEST = bool(os.environ.get('IN_TEST'))
 
 def read_records(run_dir) -> list[dict]:
     "The records of `run_dir/metrics.jsonl` (none if it does not exist yet; a torn line is skipped)."
-    path, out = Path(run_dir) / 'metrics.jsonl', []
-    if not path.exists(): return out
-    for line in path.read_text().splitlines():
-        try: out.append(json.loads(line))
-        except json.JSONDecodeError: continue
-    return out
+    return read_jsonl(Path(run_dir) / 'metrics.jsonl')
 
 # %% ../nbs/10_widgets.ipynb #acb577fc
 @dataclass
