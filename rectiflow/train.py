@@ -29,7 +29,7 @@ from .tracking import Tracker, make_tracker
 # %% auto #0
 __all__ = ['NonFiniteError', 'Trainer', 'fixed_subset', 'score', 'validation_seed', 'batch_weight', 'truncate_metrics',
            'checkpoint_weights', 'FrozenDraws', 'train', 'evaluation_target', 'checkpoint_models',
-           'evaluate_checkpoint']
+           'evaluate_checkpoint', 'profiler_activities', 'operator_rows']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -210,18 +210,22 @@ def _micro_step(self: Trainer, batch: dict, share: float | None = None):
             loss, terms = self.objective.loss(self.model, batch, self.generator)
         if self.cfg.debug.nan_at_step == self.step + 1 and self.cfg.debug.nan_rank in (-1, self.accelerator.process_index):
             loss = loss * float('nan')
-        # one process raising alone would leave the others waiting in the gradient all-reduce; with several,
-        # the non-finite gradients that all-reduce spreads stop every process together, below
-        if self.accelerator.num_processes == 1 and not torch.isfinite(loss):
-            raise NonFiniteError(f"Non-finite loss {loss.item()} at step {self.step}; lower optim.lr or check the data.")
         scale = 1.0 if share is None else share * self.cfg.optim.grad_accum      # accelerate divides by grad_accum
         self.accelerator.backward(loss * scale)
         if self.accelerator.sync_gradients:
             grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
-            if not torch.isfinite(grad_norm):   # raised before the optimizer step: the weights stay the last good ones
-                raise NonFiniteError(f"Non-finite gradient norm at step {self.step}; lower optim.lr or check the data.")
+            # the one host sync of a step, kept on purpose: raised before the optimizer step, the weights stay
+            # the last good ones; a non-finite loss anywhere in the step (any process: the all-reduce spreads it)
+            # makes the gradient norm non-finite, so every process stops here at the same step
+            if not torch.isfinite(grad_norm): raise NonFiniteError(self._non_finite_reason(loss))
         self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad(set_to_none=True)
     return loss.detach(), grad_norm
+
+@patch
+def _non_finite_reason(self: Trainer, loss) -> str:
+    "What went non-finite at this step: the loss where this single process can see it, else the gradient norm."
+    what = f"loss {loss.item()}" if self.accelerator.num_processes == 1 and not torch.isfinite(loss) else 'gradient norm'
+    return f"Non-finite {what} at step {self.step}; lower optim.lr or check the data."
 
 @patch
 def _global_weight(self: Trainer, weight: float, masked: bool) -> float:
@@ -234,12 +238,12 @@ def _global_weight(self: Trainer, weight: float, masked: bool) -> float:
 @patch
 def optimizer_steps(self: Trainer):
     "Train from the current position on, yielding `(loss, grad_norm)` after each optimizer step (step counted, EMA updated)."
-    batches, k = self._batches(), self.cfg.optim.grad_accum
+    batches, k = self._host_batches(), self.cfg.optim.grad_accum
     while True:
         micro = [next(batches) for _ in range(k)]
-        weights = [batch_weight(b) for b in micro]
+        weights = [batch_weight(b) for b in micro]      # counted on the host, before the copy: no device sync
         total, world = self._global_weight(sum(weights), 'mask' in micro[0]), self.accelerator.num_processes
-        losses = [self._micro_step(b, w * world / total) for b, w in zip(micro, weights)]   # DDP divides by world
+        losses = [self._micro_step(self.to_device(b), w * world / total) for b, w in zip(micro, weights)]   # DDP divides by world
         assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
         self.step += 1
         self.ema.step(self.unwrapped.parameters())
@@ -247,14 +251,25 @@ def optimizer_steps(self: Trainer):
         yield loss, losses[-1][1]
 
 @patch
-def _batches(self: Trainer):
-    "Training batches on this process's device, epoch after epoch, from the current data position on."
+def _host_batches(self: Trainer):
+    "Training batches as the loader gives them (host memory), epoch after epoch, from the current data position on."
     while True:
         self.sampler.set_position(*self.data_pos)
         for batch in self.loader:
             self.data_pos[1] += 1
-            yield {k: v.to(self.accelerator.device) for k, v in batch.items()}
+            yield batch
         self.data_pos = [self.data_pos[0] + 1, 0]
+
+@patch
+def to_device(self: Trainer, batch: dict) -> dict:
+    "`batch` on this process's device; from pinned memory the copy is asynchronous (`non_blocking`)."
+    dev = self.accelerator.device
+    return {k: v.to(dev, non_blocking=dev.type == 'cuda') for k, v in batch.items()}
+
+@patch
+def _batches(self: Trainer):
+    "Training batches on this process's device, epoch after epoch, from the current data position on."
+    for batch in self._host_batches(): yield self.to_device(batch)
 
 # %% ../nbs/07_train.ipynb #a48ffb0f
 @patch
@@ -540,3 +555,41 @@ def evaluate_checkpoint(path, quality: bool = False) -> dict:
     rec.update(hooks.validation(ema, batch))
     if quality: rec.update(hooks.final_quality(ema, cfg.eval, info.get('shape')))
     return rec
+
+# %% ../nbs/07_train.ipynb #b7437a40
+def profiler_activities() -> list:
+    "What `torch.profiler` can record here: CPU operators, and CUDA kernels where there is a GPU."
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available(): acts.append(torch.profiler.ProfilerActivity.CUDA)
+    return acts
+
+def operator_rows(prof, limit: int = 60) -> list[dict]:
+    "The profiler's operators, most self time first, as plain records (times in ms)."
+    rows = []
+    for e in prof.key_averages():
+        rows.append({'name': e.key, 'calls': e.count, 'self_cpu_ms': e.self_cpu_time_total / 1e3, 'cpu_ms': e.cpu_time_total / 1e3,
+                     'self_device_ms': getattr(e, 'self_device_time_total', 0) / 1e3})
+    key = 'self_device_ms' if torch.cuda.is_available() else 'self_cpu_ms'
+    return sorted(rows, key=lambda r: -r[key])[:limit]
+
+@patch
+def profile(self: Trainer, steps: int) -> Path:
+    "Run `steps` optimizer steps under `torch.profiler` (after one warm-up step) and write the tables and trace to `RUN/profile/`."
+    if steps < 1: raise ConfigError(f"run.profile_steps must be >= 1 to profile, not {steps}.")
+    out = self.run_dir / 'profile'
+    if self.is_main: prepare_run_dir(self.run_dir, self.cfg.run.overwrite); out.mkdir(exist_ok=True)
+    self.accelerator.wait_for_everyone()
+    it = self.optimizer_steps()
+    next(it)                                                    # warm-up: lazy initialisation stays out of the table
+    with torch.profiler.profile(activities=profiler_activities(), record_shapes=True) as prof:
+        for _ in range(steps):
+            with torch.profiler.record_function('rectiflow.optimizer_step'): loss, _ = next(it)
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+    if self.is_main:
+        sort = 'self_cuda_time_total' if torch.cuda.is_available() else 'self_cpu_time_total'
+        write_text_atomic(out / 'ops.txt', prof.key_averages().table(sort_by=sort, row_limit=60))
+        write_json_atomic(out / 'ops.json', {'steps': steps, 'device': str(self.accelerator.device), 'loss': float(loss),
+                                             'ops': operator_rows(prof)})
+        prof.export_chrome_trace(str(out / 'trace.json'))
+    self.accelerator.wait_for_everyone()
+    return out
