@@ -9,7 +9,7 @@ ARGS   ?=
 # two cores spin-wait on each other and run an order of magnitude slower.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
 
-.PHONY: install browser train test check readme bench clean-runs
+.PHONY: install browser train test check readme bench bench-all bench-gpu clean-runs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +50,13 @@ readme: install
 	$(BIN)/python .ci/readme.py
 
 bench: install
-	$(BIN)/python benchmarks/run_benchmarks.py
+	$(BIN)/python benchmarks/run_benchmarks.py --suite perf
+
+bench-all: install
+	$(BIN)/python benchmarks/run_benchmarks.py --suite all
+
+bench-gpu: install
+	bash benchmarks/gpu.sh
 
 clean-runs:
 	rm -rf runs

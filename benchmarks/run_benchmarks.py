@@ -92,6 +92,73 @@ def sampler(cfg):
     e = cfg['eval']
     return f"{e['solver']}, {e['nfe']} NFE, CFG scale {e['cfg_scale']}"
 
+def meta(res, key) -> list[str]:
+    "The line that says when and on what section `key` was measured."
+    m = res.get(key, {}).get('meta')
+    if not m: return []
+    return [f"_Measured {m['date']}: {m['cpus']} CPU cores ({m['processor']}), torch {m['torch']} ({m['threads']} threads), "
+            f"diffusers {m['diffusers']}, accelerate {m['accelerate']}, Python {m['python']}._", '']
+
+def pm(v, fmt='.3f') -> str:
+    "mean ± std"
+    return f"{v[0]:{fmt}} ± {v[1]:{fmt}}"
+
+def perf_md(res) -> list[str]:
+    "The tables of the performance suite (issue 8)."
+    lines = []
+    if 'overhead' in res:
+        o = res['overhead']
+        lines += ['## Trainer overhead (`benchmarks/overhead.py`)', '', *meta(res, 'overhead'),
+                  "The trainer's optimizer step against a bare PyTorch loop with the same model, batch size, AdamW, schedule, "
+                  'clipping and EMA (the digits default), alternating blocks of steps in one process; medians of the blocks.', '',
+                  '| trainer | bare PyTorch | ratio | goal | blocks x steps | block range (trainer / bare) |', '|---|---|---|---|---|---|',
+                  f"| {o['trainer_ms']:.2f} ms/step | {o['bare_ms']:.2f} ms/step | {o['ratio']:.3f} | <= 1.03 | "
+                  f"{o['blocks']} x {o['steps_per_block']} | {o['spread']['trainer'][0]:.1f}-{o['spread']['trainer'][1]:.1f} / "
+                  f"{o['spread']['bare'][0]:.1f}-{o['spread']['bare'][1]:.1f} ms |", '']
+    if 'quality' in res:
+        q = res['quality']
+        lines += ['## Quality at budget, 3 seeds', '', *meta(res, 'quality'),
+                  f"The defaults trained with seeds {', '.join(map(str, q['digits']['seeds']))}, scored (EMA weights) at kept "
+                  'checkpoints and at the end; mean ± std over the seeds. Training time includes the periodic validation and strips.', '']
+        d = q['digits']; c = d['config']['eval']
+        lines += [f"**Digits** ({c['solver']}, {c['nfe']} NFE, CFG scale {c['cfg_scale']}; 1000 samples; the goal: FD <= 1.5x the "
+                  'real-data floor within 3 minutes of CPU training):', '',
+                  '| step | training time | accuracy | Fréchet distance | FD / real-data floor |', '|---|---|---|---|---|']
+        lines += [f"| {r['step']} | {pm(r['seconds'], '.0f')} s | {pm(r['accuracy'], '.4f')} | {pm(r['fd'])} | {pm(r['fd_ratio'], '.2f')} |"
+                  for r in d['rows']]
+        m = q['moons']
+        lines += ['', '**Moons** (2000 generated against 2000 fresh points; floors: two fresh draws):', '',
+                  '| step | training time | W2 | W2 floor | energy distance | energy floor |', '|---|---|---|---|---|---|']
+        lines += [f"| {r['step']} | {pm(r['seconds'], '.0f')} s | {pm(r['w2'], '.4f')} | {pm(r['w2_floor'], '.4f')} | "
+                  f"{pm(r['energy'], '.5f')} | {pm(r['energy_floor'], '.5f')} |" for r in m['rows']]
+        lines.append('')
+    if 'samplers' in res:
+        sm = res['samplers']
+        lines += ['## Samplers (digits default, seed-0 model)', '', *meta(res, 'samplers'),
+                  f"{sm['n_samples']} samples at CFG scale {sm['cfg_scale']}; NFE counts the conditional and unconditional passes "
+                  'separately (a guided Heun step costs 4). The last column compares FD with Euler at 100 NFE (the goal: a '
+                  '<= 10-NFE setting within 5%).', '',
+                  '| solver | NFE | accuracy | FD | FD / floor | time per sample | FD vs Euler-100 |', '|---|---|---|---|---|---|---|']
+        for r in sm['rows']:
+            if 'error' in r: lines.append(f"| {r['solver']} | {r['nfe']} | - | - | - | - | too small for one step |"); continue
+            lines.append(f"| {r['solver']} | {r['nfe']} | {r['accuracy']:.4f} | {r['fd']:.3f} | {r['fd_ratio']:.2f} | "
+                         f"{r['ms_per_sample']:.2f} ms | {r['fd_vs_euler_max']:+.1%} |")
+        lines.append('')
+    if 'data' in res:
+        d = res['data']
+        lines += ['## Data loading', '', *meta(res, 'data'),
+                  '| data | loader delivers | a training step consumes | headroom |', '|---|---|---|---|',
+                  f"| digits default (batch {d['batch_size']}, in-process loader) | {d['loader_items_per_s']:.0f} items/s | "
+                  f"{d.get('consumed_items_per_s') or float('nan'):.0f} items/s | {d['headroom'] or float('nan'):.1f}x |", '']
+    if 'optimisations' in res:
+        e, c = res['optimisations']['ema'], res['optimisations']['channels_last']
+        lines += ['## Optimisations, before and after', '', *meta(res, 'optimisations'),
+                  '| what | before | after |', '|---|---|---|',
+                  f"| EMA update of the digits UNet ({e['n_tensors']} tensors) | per-tensor loop {e['loop']:.3f} ms | one foreach update "
+                  f"{e['foreach']:.3f} ms |",
+                  f"| UNet forward+backward, batch 128 | contiguous {c['contiguous']:.2f} ms | channels_last {c['channels_last']:.2f} ms |", '']
+    return lines
+
 def results_md(res) -> str:
     "The measured tables of RESULTS.md (the prose around them is kept in RESULTS.head.md)."
     m, lines = res['machine'], []
@@ -99,7 +166,7 @@ def results_md(res) -> str:
               f"Python {m['python']}; nothing else running.", '']
     if 'digits' in res:
         d, c = res['digits']['final'], res['digits']['config']
-        lines += ['## Digits default (`make train`)', '',
+        lines += ['## Digits default (`make train`)', '', *meta(res, 'digits'),
                   '| training steps | training time | sampler | samples | accuracy | controllability gap | Fréchet distance | real-data floor | ratio |',
                   '|---|---|---|---|---|---|---|---|---|',
                   f"| {c['run']['steps']} | {d['train_seconds']:.0f} s | {sampler(c)} | {d['n_samples']} (100 per class) | "
@@ -111,24 +178,25 @@ def results_md(res) -> str:
                       f"{lv['cond_gap']:.4f} (untrained: {fl['cond_gap']:.4f}).", '']
         lines += ['Final sample strip (EMA weights; want / REAL / OURS / reads):', '', '![digits strip](digits_strip.png)', '']
     if 'toys' in res:
-        lines += ['## 2-D distributions', '',
+        lines += ['## 2-D distributions', '', *meta(res, 'toys'),
                   '2000 generated points against 2000 fresh target points; the floor is the same distance between two fresh target draws.', '',
                   '| data | steps | training time | W2 | W2 noise floor | energy distance | energy noise floor |', '|---|---|---|---|---|---|---|']
         for k, r in res['toys'].items():
+            if k == 'meta': continue
             f, c = r['final'], r['config']
             lines.append(f"| {c['data']['name']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
                          f"{f['energy']:.5f} | {f['energy_floor']:.5f} |")
         lines.append('')
     if 'checkpoint' in res:
         c = res['checkpoint']
-        lines += ['## Checkpoints (digits default)', '',
+        lines += ['## Checkpoints (digits default)', '', *meta(res, 'checkpoint'),
                   'One training checkpoint after 3 optimizer steps (`checkpoints/step_N/`: weights, AdamW state, scheduler, '
                   'RNG states, EMA, flow generator, trainer state), written atomically and read back in process; best of 5.', '',
                   '| size | save | load | files |', '|---|---|---|---|',
                   f"| {c['bytes'] / 1e6:.2f} MB | {c['save_s'] * 1e3:.0f} ms | {c['load_s'] * 1e3:.0f} ms | "
                   + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
     if 'gates' in res:
-        lines += ['## Gates (digits default)', '', 'Each gate in process on the digits default (`rectiflow gate NAME`); '
+        lines += ['## Gates (digits default)', '', *meta(res, 'gates'), 'Each gate in process on the digits default (`rectiflow gate NAME`); '
                   'the second overfit row swaps in a velocity model that ignores its input (one learned constant).', '',
                   '| gate | result | time | what it found |', '|---|---|---|---|']
         lines += [f"| {k} | {'PASS' if g['passed'] else 'FAIL'} | {g['seconds']:.1f} s | {g['message']} |" for k, g in res['gates'].items()]
@@ -136,7 +204,7 @@ def results_md(res) -> str:
     if 'tasks' in res and 'filler' in res['tasks']:
         f, c = res['tasks']['filler']['final'], res['tasks']['filler']['config']
         bands = ', '.join(f"{k[5:]} {v:.2f}" for k, v in f.items() if k.startswith('psnr_') and k[5:] in ('sharp', 'hot', 'cool', 'diffuse'))
-        lines += ['## Regression filler (`--task filler`)', '',
+        lines += ['## Regression filler (`--task filler`)', '', *meta(res, 'tasks'),
                   'A lost band of four-band digit scenes predicted from the other three; PSNR under the exact display mapping, '
                   'per band then averaged, on all 360 validation scenes; the floor is the untrained model, the baseline the '
                   'mean of the visible bands.', '',
@@ -145,7 +213,7 @@ def results_md(res) -> str:
                   f"+{f['psnr_gain_db']:.2f} dB | {f['psnr_mean_visible']:.2f} dB | {bands} |", '']
     if 'tasks' in res and 'vae' in res['tasks']:
         v, cv = res['tasks']['vae']['final'], res['tasks']['vae']['config']
-        lines += ['## Latents (`--task vae`, then `--task latent-digits`)', '',
+        lines += ['## Latents (`--task vae`, then `--task latent-digits`)', '', *meta(res, 'tasks'),
                   'Stage 0 trains a small `AutoencoderKL` on the digits; its `final/` is gated by `recon` (the reference classifier '
                   'must read >= 95% of the reconstructed validation digits) and encodes the cached latents the flow trains on.', '',
                   '| stage | steps | training time | figures |', '|---|---|---|---|',
@@ -159,24 +227,64 @@ def results_md(res) -> str:
         lines.append('')
     if 'lr' in res:
         sys.path.insert(0, str(HERE)); from lr_sweep import table
-        lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '',
+        lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '', *meta(res, 'lr'),
                   table(json.loads((HERE / res['lr']['file']).read_text())), '']
+    lines += perf_md(res)
     return '\n'.join(lines)
+
+PERF = ['overhead', 'quality', 'samplers', 'data', 'optimisations']
+ALL = ['digits', 'toys', 'checkpoint', 'gates', 'lr', 'tasks', *PERF]
+
+def stamp() -> dict:
+    "When, on what and with which versions a section was measured."
+    import accelerate, diffusers
+    return {'date': time.strftime('%Y-%m-%d'), **machine(), 'diffusers': diffusers.__version__, 'accelerate': accelerate.__version__}
+
+def measure(name: str, results: dict):
+    "Run benchmark `name`, storing its result (with its stamp) in `results`."
+    import perf
+    if name == 'digits': r = digits()
+    elif name == 'toys': r = toys(['moons', 'checkerboard', '8gaussians'], [2000, 5000])
+    elif name == 'checkpoint': r = checkpoint()
+    elif name == 'gates': r = gates()
+    elif name == 'lr': r = lr_sweep()
+    elif name == 'tasks': r = tasks()
+    elif name == 'overhead':
+        from overhead import measure as overhead
+        r = overhead()
+    elif name == 'quality':
+        r = perf.quality_at_budget(run)
+        results['digits'] = {**quality_run('digits', 0), 'meta': stamp()}     # seed 0 is the digits default's run
+    elif name == 'samplers': r = perf.samplers(RUNS / 'quality' / 'digits_seed0')
+    elif name == 'data': r = perf.data(results.get('overhead', {}).get('trainer_ms'))
+    elif name == 'optimisations': r = {'ema': perf.ema_update(), 'channels_last': perf.channels_last()}
+    results[name] = {**r, 'meta': stamp()}
+
+def quality_run(name: str, seed: int) -> dict:
+    "A quality run's record in the form `digits()` returns (its strip copied for RESULTS.md)."
+    out = RUNS / 'quality' / f'{name}_seed{seed}'
+    recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
+    vals = [r for r in recs if r['kind'] == 'val']
+    if name == 'digits': shutil.copy(sorted((out / 'samples').glob('step_*.png'))[-1], HERE / 'digits_strip.png')
+    return {'final': recs[-1], 'floor': vals[0], 'last_val': vals[-1], 'config': json.loads((out / 'config.json').read_text()), 'out': str(out)}
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
-    ap.add_argument('--only', choices=['digits', 'toys', 'checkpoint', 'gates', 'lr', 'tasks'], default=None)
+    ap.add_argument('--only', choices=ALL, action='append', help='run only these (repeatable)')
+    ap.add_argument('--suite', choices=['perf', 'all'], default='perf',
+                    help="perf (make bench, ~13 min): overhead, quality at budget, samplers, data, optimisations; all: also the rest")
     a = ap.parse_args()
+    sys.path.insert(0, str(HERE))
     results_path = HERE / 'results.json'
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     results['machine'] = machine()
-    if a.only in (None, 'digits'): results['digits'] = digits()
-    if a.only in (None, 'toys'): results['toys'] = toys(['moons', 'checkerboard', '8gaussians'], [2000, 5000])
-    if a.only in (None, 'checkpoint'): results['checkpoint'] = checkpoint()
-    if a.only in (None, 'gates'): results['gates'] = gates()
-    if a.only in (None, 'lr'): results['lr'] = lr_sweep()
-    if a.only in (None, 'tasks'): results['tasks'] = tasks()
+    t0 = time.time()
+    for name in a.only or (PERF if a.suite == 'perf' else ALL):
+        t1 = time.time(); measure(name, results)
+        print(f"[{name}: {time.time() - t1:.0f}s]", flush=True)
+        results_path.write_text(json.dumps(results, indent=1) + '\n')
+    results['wall_seconds'] = round(time.time() - t0)
     results_path.write_text(json.dumps(results, indent=1) + '\n')
     head = (HERE / 'RESULTS.head.md').read_text()
     (HERE / 'RESULTS.md').write_text(head.rstrip() + '\n\n' + results_md(results))
-    print(f"wrote {results_path} and {HERE / 'RESULTS.md'}")
+    print(f"wrote {results_path} and {HERE / 'RESULTS.md'} ({time.time() - t0:.0f}s)")
