@@ -95,6 +95,7 @@ class Trainer:
         self.pending_losses = []                                    # losses since the last log record
         self.tracker = Tracker()                                    # fit() opens the configured one on the main process
         self.step, self.history, self.last_eval_step = 0, [], None
+        self.items_done = 0                                         # training items consumed (all processes, approximately)
 
     @property
     def unwrapped(self): return self.accelerator.unwrap_model(self.model)
@@ -133,18 +134,18 @@ def fixed_subset(ds, n: int, collate=torch.utils.data.default_collate) -> dict:
 @torch.no_grad()
 def score(model, objective, batch: dict, seed: int, device='cpu', drop_cond: bool = False, autocast=nullcontext,
           batch_size: int = 256) -> float:
-    "Mean `objective` loss of `model` on `batch` at draws from a generator seeded `seed`; `drop_cond`: null condition for all."
+    "Mean `objective` loss of `model` on `batch` (over its target elements: chunks weighted by `batch_weight`) at draws from a generator seeded `seed`; `drop_cond`: null condition for all."
     g = torch.Generator().manual_seed(seed)
-    n, total = len(batch['x1']), 0.0
+    n, total, weight = len(batch['x1']), 0.0, 0.0
     was_training = model.training; model.eval()
     try:
         for i in range(0, n, batch_size):
             b = {k: v[i:i + batch_size].to(device) for k, v in batch.items()}
             if drop_cond: b['cond'] = model.drop_cond(b['cond'], torch.ones(len(b['cond']), dtype=torch.bool))
             with autocast(): loss, _ = objective.loss(model, b, g)
-            total += loss.item() * len(b['x1'])
+            w = batch_weight(b); total += loss.item() * w; weight += w
     finally: model.train(was_training)
-    return total / n
+    return total / weight
 
 def validation_seed(cfg: Config) -> int: return 10_000 + cfg.run.seed
 
@@ -243,6 +244,7 @@ def optimizer_steps(self: Trainer):
         micro = [next(batches) for _ in range(k)]
         weights = [batch_weight(b) for b in micro]      # counted on the host, before the copy: no device sync
         total, world = self._global_weight(sum(weights), 'mask' in micro[0]), self.accelerator.num_processes
+        self.items_done += sum(len(b['x1']) for b in micro) * world     # items (not padded slots) for the throughput figure
         losses = [self._micro_step(self.to_device(b), w * world / total) for b, w in zip(micro, weights)]   # DDP divides by world
         assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
         self.step += 1
@@ -321,10 +323,10 @@ def _maybe_sample(self: Trainer, force: bool = False):
     self.accelerator.wait_for_everyone()
 
 @patch
-def _maybe_log(self: Trainer, losses: list, grad_norm, t_last: float, steps_since: int):
+def _maybe_log(self: Trainer, losses: list, grad_norm, t_last: float, items_since: int):
     if self.step % self.cfg.run.log_every and self.step != self.end_step: return None
     dt = time.time() - t_last
-    items = steps_since * self.cfg.data.batch_size * self.cfg.optim.grad_accum * self.accelerator.num_processes
+    items = items_since
     rec = {'kind': 'train', 'loss': torch.stack(losses).mean().item(), 'lr': self.scheduler.get_last_lr()[0],
            'grad_norm': float(grad_norm) if grad_norm is not None else None, 'items_per_s': items / max(dt, 1e-9)}
     self.log_record(rec)
@@ -350,16 +352,16 @@ def fit(self: Trainer) -> dict:
     try:
         if self.step == 0: self._maybe_eval(force=True)
         bar = tqdm(total=self.end_step, initial=self.step, disable=not (self.progress and self.is_main), desc='train', dynamic_ncols=True)
-        t_last, since = time.time(), 0
+        t_last, items0 = time.time(), self.items_done
         for loss, grad_norm in self.optimizer_steps():
-            since += 1; self.pending_losses.append(loss)
-            rec = self._maybe_log(self.pending_losses, grad_norm, t_last, since)
+            self.pending_losses.append(loss)
+            rec = self._maybe_log(self.pending_losses, grad_norm, t_last, self.items_done - items0)
             if rec:
                 bar.set_postfix(loss=f"{rec['loss']:.4f}", lr=f"{rec['lr']:.2e}")
                 if self.progress and self.is_main:
                     tqdm.write(f"step {self.step:>6}  loss {rec['loss']:.4f}  lr {rec['lr']:.2e}  "
                                f"grad {rec['grad_norm'] or 0:.3f}  {rec['items_per_s']:.0f} items/s")
-                self.pending_losses, t_last, since = [], time.time(), 0
+                self.pending_losses, t_last, items0 = [], time.time(), self.items_done
             bar.update(1)
             if self.step < self.end_step: self._maybe_eval(); self._maybe_sample(); self._maybe_checkpoint()
             if self.step >= self.end_step or self.rules.status != 'running': break
