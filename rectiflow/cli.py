@@ -8,26 +8,34 @@ import argparse, json, sys
 from pathlib import Path
 import torch
 from .config import (Config, ConfigError, DATASETS, MODELS, GATE_NAMES, TASK_NAMES, preset, load_config, apply_overrides,
-                              validate_config, config_to_dict)
+                              validate_config, config_to_dict, is_data_path)
 
 # %% auto #0
-__all__ = ['make_parser', 'config_from_args', 'resume_target', 'cmd_train', 'gates_allow_training', 'report_end', 'cmd_evaluate',
-           'cmd_gate', 'cmd_lr_find', 'cmd_sample', 'main']
+__all__ = ['data_arg', 'make_parser', 'config_from_args', 'resume_target', 'cmd_train', 'gates_allow_training', 'report_end',
+           'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'main']
 
 # %% ../nbs/11_cli.ipynb #2e2dc653
 class _Parser(argparse.ArgumentParser):
     "argparse, but a usage error is one line and a `ConfigError` (exit code 2 at `main`)."
     def error(self, message): raise ConfigError(f"{message} (see `rectiflow {self.prog.split()[-1]} --help`).")
 
+def data_arg(value: str) -> str:
+    "An embedded dataset's name or a path to data that exists (the `--data` type)."
+    if value in DATASETS or is_data_path(value): return value
+    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(DATASETS)}, or give an image folder, "
+                                     "a manifest .jsonl or a shards folder that exists)")
+
 def _config_args(p):
     "The arguments that build a run's config, shared by train, gate and lr-find."
     p.add_argument('--config', help='start from a saved config (JSON or YAML) instead of a preset')
     p.add_argument('--task', choices=TASK_NAMES, metavar='{' + ','.join(TASK_NAMES) + '}',
                    help='what to train (and its preset): flow on the embedded --data, or a workload (see 14_tasks)')
-    p.add_argument('--data', choices=DATASETS, metavar='{' + ','.join(DATASETS) + '}', help='embedded dataset (and its preset)')
+    p.add_argument('--data', type=data_arg, metavar='{' + ','.join(DATASETS) + '} or PATH',
+                   help='embedded dataset (and its preset), or your own data: an image folder, a manifest .jsonl, a shards folder')
     p.add_argument('--model', choices=MODELS, metavar='{' + ','.join(MODELS) + '}', help='velocity network')
     p.add_argument('--steps', help='optimizer steps (the schedule spans them)')
     p.add_argument('--max-steps', help='stop the loop at this step; the schedule still spans --steps (resume continues)')
+    p.add_argument('--profile-steps', help='run this many real steps under torch.profiler, write the operator table and trace, then exit')
     p.add_argument('--out', help='run directory')
     p.add_argument('--seed', help='the one seed of the run')
     p.add_argument('--overwrite', action='store_true', help='replace a run already in --out')
@@ -81,11 +89,26 @@ def _lr_find_parser(sub):
     p.add_argument('--method', choices=('valley', 'steepest'), default='valley', help='which suggestion to make (see 08_lr_find)')
     p.add_argument('--no-progress', action='store_true')
 
+def _encode_parser(sub):
+    p = sub.add_parser('encode', help='encode image data once into latent shards with a pretrained AutoencoderKL',
+                       description='Encode an image folder or manifest with a diffusers AutoencoderKL (a local save_pretrained folder) '
+                       'into latent shards with a manifest, a fingerprint and normalisation statistics; then train on them with '
+                       '`rectiflow train --data OUT`. Image settings are --data.field overrides (e.g. --data.height 32 --data.channels 3).')
+    p.add_argument('--vae', required=True, metavar='PATH', help='the AutoencoderKL folder (save_pretrained; for a pipeline, its vae/)')
+    p.add_argument('--data', required=True, type=data_arg, metavar='PATH', help='an image folder or a manifest .jsonl')
+    p.add_argument('--out', required=True, help='the shards folder to write')
+    p.add_argument('--seed', type=int, default=0, help='the seed of the train/val/test split')
+    p.add_argument('--shard-items', type=int, default=4096, help='items per shard')
+    p.add_argument('--format', choices=('safetensors', 'npy'), default='safetensors')
+    p.add_argument('--batch-size', type=int, default=64, help='images per VAE call')
+    p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    p.add_argument('--overwrite', action='store_true', help='replace shards already in --out')
+
 def make_parser() -> argparse.ArgumentParser:
     "The `rectiflow` argument parser."
     p = _Parser(prog='rectiflow', description='Train and sample flow-matching models.')
     sub = p.add_subparsers(dest='command', required=True, parser_class=_Parser)
-    _train_parser(sub); _sample_parser(sub); _evaluate_parser(sub); _gate_parser(sub); _lr_find_parser(sub)
+    _train_parser(sub); _sample_parser(sub); _evaluate_parser(sub); _gate_parser(sub); _lr_find_parser(sub); _encode_parser(sub)
     return p
 
 def config_from_args(args, overrides, base: Config | None = None) -> Config:
@@ -99,7 +122,7 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
         from rectiflow.tasks import task_preset
         cfg = task_preset(args.task or 'flow', args.data)
     shortcuts = {'model.name': args.model, 'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out,
-                 'run.seed': args.seed}
+                 'run.seed': args.seed, 'run.profile_steps': getattr(args, 'profile_steps', None)}
     pairs = [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
     cfg = apply_overrides(cfg, pairs + list(overrides))
     if args.overwrite: cfg.run.overwrite = True
@@ -202,6 +225,30 @@ def cmd_lr_find(args, overrides) -> int:
     print(f"wrote {Path(cfg.run.out) / 'lr_find.jsonl'} and lr_find.png")
     return 0 if res.has_descent else 1
 
+def cmd_encode(args, overrides) -> int:
+    from rectiflow.files import encode_shards
+    cfg = apply_overrides(Config(), ['--data.name', args.data, *overrides])
+    validate_config(cfg)
+    m = encode_shards(cfg.data, args.vae, args.out, seed=args.seed, shard_items=args.shard_items, fmt=args.format,
+                      batch_size=args.batch_size, device=args.device, overwrite=args.overwrite)
+    sizes = ' / '.join(f"{v['items']} {k}" for k, v in m['splits'].items())
+    print(f"encoded {sizes} items into latents of shape {m['shape']} ({sum(len(v['shards']) for v in m['splits'].values())} shards, "
+          f"{m['storage']}, fingerprint {m['fingerprint']})")
+    print(f"train on them with: rectiflow train --data {args.out}")
+    return 0
+
+def _decoder_for(cfg: Config):
+    "A `ShardDecoder` when the run trained on latent shards, else None."
+    p = Path(cfg.data.name)
+    if not (is_data_path(cfg.data.name) and (p / 'shards.json').is_file()): return None
+    from rectiflow.files import ShardDecoder, read_shards_manifest
+    return ShardDecoder(p, cfg.data.vae or None) if read_shards_manifest(p)['kind'] == 'latent' else None
+
+def _show(ax, img):
+    img = (img.float().clamp(-1, 1) + 1) / 2
+    ax.imshow(img[0] if img.shape[0] == 1 else img.permute(1, 2, 0), cmap='gray_r' if img.shape[0] == 1 else None, vmin=0, vmax=1)
+    ax.axis('off')
+
 def cmd_sample(args) -> int:
     from rectiflow.checkpoint import load_run
     from rectiflow.hooks import digit_strip, _save
@@ -209,12 +256,18 @@ def cmd_sample(args) -> int:
     s = load_run(args.run_dir)
     out = Path(args.out or Path(args.run_dir) / 'samples' / f'grid_seed{args.seed}.png')
     kw = dict(seed=args.seed, solver=args.solver, nfe=args.nfe, cfg_scale=args.cfg_scale)
+    decode = _decoder_for(s.cfg) or (lambda z: z)          # latent shards: decode with the VAE that encoded them
     if s.model.config.n_classes:
         per = max(1, (args.n or 10 * s.model.config.n_classes) // s.model.config.n_classes)
         cond = torch.arange(s.model.config.n_classes).repeat(per)
-        x = s.sample(cond=cond, **kw).clamp(-1, 1)
+        x = decode(s.sample(cond=cond, **kw)).clamp(-1, 1)
         fig, axs = plt.subplots(per, len(cond) // per, figsize=(0.6 * len(cond) // per, 0.6 * per), squeeze=False)
-        for ax, img in zip(axs.flat, x): ax.imshow(img[0], cmap='gray_r', vmin=-1, vmax=1); ax.axis('off')
+        for ax, img in zip(axs.flat, x): _show(ax, img)
+    elif len(s.item_shape) == 3:
+        x = decode(s.sample(args.n or 16, **kw)).clamp(-1, 1)
+        cols = min(8, len(x)); fig, axs = plt.subplots(-(-len(x) // cols), cols, figsize=(0.8 * cols, 0.8 * -(-len(x) // cols)), squeeze=False)
+        for ax in axs.flat: ax.axis('off')
+        for ax, img in zip(axs.flat, x): _show(ax, img)
     else:
         x = s.sample(args.n or 2000, **kw)
         fig, ax = plt.subplots(figsize=(4, 4)); ax.scatter(*x[:, :2].T, s=2); ax.set_aspect('equal')
@@ -232,6 +285,7 @@ def main(argv=None) -> int:
         if args.command == 'train': return cmd_train(args, rest)
         if args.command == 'gate': return cmd_gate(args, rest)
         if args.command == 'lr-find': return cmd_lr_find(args, rest)
+        if args.command == 'encode': return cmd_encode(args, rest)
         if rest: raise ConfigError(f"Unexpected arguments {' '.join(rest)}.")
         return cmd_evaluate(args) if args.command == 'evaluate' else cmd_sample(args)
     except ConfigError as e:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['DATASETS', 'MODELS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'TASK_NAMES', 'T_SAMPLERS', 'ConfigError',
-           'RunConfig', 'DataConfig', 'ModelConfig', 'FlowConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
-           'EvalConfig', 'CheckpointConfig', 'DebugConfig', 'Config', 'config_from_dict', 'config_to_dict',
-           'save_config', 'load_config', 'preset', 'apply_overrides', 'validate_config']
+__all__ = ['DATASETS', 'MODELS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'TASK_NAMES', 'T_SAMPLERS', 'LAYOUTS',
+           'ConfigError', 'RunConfig', 'DataConfig', 'ModelConfig', 'FlowConfig', 'OptimConfig', 'ScheduleConfig',
+           'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'DebugConfig', 'Config', 'config_from_dict', 'config_to_dict',
+           'save_config', 'load_config', 'is_data_path', 'preset', 'apply_overrides', 'validate_config']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -34,17 +34,30 @@ class RunConfig:
     log_every: int = 100        # optimizer steps between log lines / metrics records
     max_steps: int = 0          # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     tracker: str = 'none'       # also send every metrics record to: 'none' or 'tensorboard' (pip install 'rectiflow[tracking]')
+    profile_steps: int = 0      # >0: run this many real steps under torch.profiler, write the operator table and trace to the run directory, then exit
 
 @dataclass
 class DataConfig:
-    name: str = 'digits'        # one of DATASETS
+    name: str = 'digits'        # one of DATASETS, or a path: an image folder, a manifest .jsonl, a shards folder (see 01b_files)
     batch_size: int = 128       # per process, per micro-batch
-    val_fraction: float = 0.2   # digits: stratified held-out share
-    n_train: int = 50_000       # 2-D data: size of the fixed training set
-    n_val: int = 5_000          # 2-D data: size of the held-out set
-    num_workers: int = 0
+    val_fraction: float = 0.2   # digits, image folders and manifests: held-out share (by group where items carry one)
+    test_fraction: float = 0.0  # image folders and manifests: a test split held out beside val (by group where items carry one)
+    n_train: int = 50_000       # 2-D data, generated tasks (lines, sequences): size of the fixed training set
+    n_val: int = 5_000          # 2-D data, generated tasks (lines, sequences): size of the held-out set
+    num_workers: int = 0        # loader worker processes (each opens files lazily)
+    pin_memory: bool = False    # page-locked batches: faster host-to-GPU copies (CUDA only)
+    prefetch: int = 2           # batches each worker loads ahead (only with num_workers > 0)
+    persistent_workers: bool = False   # keep the training loader's workers between epochs (validation never keeps them)
     vae: str = ''               # latent tasks: the AutoencoderKL folder (save_pretrained) that encodes and decodes
     latent_cache: str = ''      # latent tasks: where encoded latents are cached ('' = $XDG_CACHE_HOME/rectiflow/latents)
+    height: int = 0             # image files: resize to this height (0: the first image's height)
+    layout: str = 'square'      # image files: 'square' (short side to height, centre crop) or 'bucket' (width kept, batches of similar width)
+    width_multiple: int = 4     # image files, bucket layout: widths padded up to a multiple of this (a UNet needs 2**levels)
+    max_width: int = 0          # image files, bucket layout: crop wider images to this width (0: no cap)
+    channels: int = 0           # image files: 0: every image must have the first one's mode (L or RGB); 1 or 3: convert to L or RGB
+    group_pattern: str = ''     # image folders without a manifest: a regex on the relative path whose first group names the item's group
+    verify: bool = True         # image files: decode every image once at load time, so a corrupt file fails before the run, not in it
+    skip_bad: bool = False      # skip (and count in run_info.json) bad items instead of refusing the data with a one-line error
 
 @dataclass
 class ModelConfig:
@@ -198,9 +211,22 @@ def _toy_preset(name):
     c.eval = EvalConfig(every=500, val_items=2000, sample_every=1000, solver='heun', nfe=20, cfg_scale=1.0, n_samples=2000)
     return c
 
+def is_data_path(name: str) -> bool:
+    "True if `name` is a dataset on disk (an image folder, a manifest .jsonl or a shards folder), not an embedded one."
+    return name not in DATASETS and Path(name).exists()
+
+def _data_choices() -> str:
+    return f"choose one of {', '.join(DATASETS)}, or give an image folder, a manifest .jsonl or a shards folder that exists"
+
+def _files_preset(path: str) -> Config:
+    "Your own data: the digits recipe (a small UNet) on the data at `path`; sizes come from the data."
+    c = Config(); c.data.name = str(path)
+    return c
+
 def preset(data: str = 'digits') -> Config:
-    "The default `Config` for embedded dataset `data`."
-    if data not in DATASETS: raise ConfigError(f"Unknown dataset {data!r}; choose one of {', '.join(DATASETS)}.")
+    "The default `Config` for embedded dataset `data`, or for your own data at path `data`."
+    if is_data_path(data): return _files_preset(data)
+    if data not in DATASETS: raise ConfigError(f"Unknown dataset {data!r}; {_data_choices()}.")
     return Config() if data == 'digits' else _toy_preset(data)
 
 # %% ../nbs/00_config.ipynb #d65653b2
@@ -233,15 +259,16 @@ SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon')   # see 09_gates
 TRACKERS = ('none', 'tensorboard')                             # see 06c_tracking
-TASK_NAMES = ('flow', 'vae', 'latent-digits', 'filler')        # see 14_tasks
+TASK_NAMES = ('flow', 'vae', 'latent-digits', 'filler', 'lines', 'sequences')        # see 14_tasks
 T_SAMPLERS = ('uniform', 'logit_normal')
+LAYOUTS = ('square', 'bucket')                                 # see 01b_files
 
 def _check(ok, msg):
     if not ok: raise ConfigError(msg)
 
 def validate_config(cfg: Config) -> Config:
     "Raise `ConfigError` for values that cannot work; return `cfg`."
-    _check(cfg.data.name in DATASETS, f"Unknown dataset {cfg.data.name!r}; choose one of {', '.join(DATASETS)}.")
+    _check(cfg.data.name in DATASETS or is_data_path(cfg.data.name), f"Unknown dataset {cfg.data.name!r}; {_data_choices()}.")
     _check(cfg.model.name in MODELS, f"Unknown model {cfg.model.name!r}; choose one of {', '.join(MODELS)}.")
     _check(cfg.run.steps > 0, f"run.steps must be positive, got {cfg.run.steps}.")
     _check(cfg.data.batch_size > 0, f"data.batch_size must be positive, got {cfg.data.batch_size}.")
@@ -265,4 +292,16 @@ def validate_config(cfg: Config) -> Config:
     _check(cfg.eval.mode in ('min', 'max'), f"eval.mode must be min or max, got {cfg.eval.mode!r}.")
     _check(cfg.eval.abort_margin >= 0 and cfg.eval.abort_after > 0, "eval.abort_margin must be >= 0 and eval.abort_after positive.")
     _check(cfg.checkpoint.save_every > 0 and cfg.checkpoint.keep_last > 0, "checkpoint.save_every and checkpoint.keep_last must be positive.")
+    _check(cfg.run.profile_steps >= 0, f"run.profile_steps must be 0 (off) or positive, got {cfg.run.profile_steps}.")
+    _check(0 <= cfg.data.test_fraction < 1 and cfg.data.val_fraction + cfg.data.test_fraction < 1,
+           f"data.test_fraction must lie in [0, 1) and leave training data beside data.val_fraction, got {cfg.data.test_fraction}.")
+    _check(cfg.data.num_workers >= 0 and cfg.data.prefetch > 0, "data.num_workers must be >= 0 and data.prefetch positive.")
+    _check(cfg.data.layout in LAYOUTS, f"Unknown data.layout {cfg.data.layout!r}; choose one of {', '.join(LAYOUTS)}.")
+    _check(cfg.data.channels in (0, 1, 3), f"data.channels must be 0 (as the images), 1 (grayscale) or 3 (RGB), got {cfg.data.channels}.")
+    _check(cfg.data.height >= 0 and cfg.data.max_width >= 0 and cfg.data.width_multiple > 0,
+           "data.height and data.max_width must be >= 0 (0: as the images, no cap) and data.width_multiple positive.")
+    if cfg.data.group_pattern:
+        import re
+        try: re.compile(cfg.data.group_pattern)
+        except re.error as e: raise ConfigError(f"data.group_pattern {cfg.data.group_pattern!r} is not a regular expression ({e}).")
     return cfg

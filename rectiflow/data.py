@@ -10,12 +10,12 @@ import torch
 from torch.utils.data import Dataset, DataLoader, default_collate
 from sklearn.datasets import load_digits, make_moons
 from sklearn.model_selection import train_test_split
-from .config import ConfigError, DataConfig
+from .config import ConfigError, DataConfig, is_data_path
 
 # %% auto #0
 __all__ = ['TOY_2D', 'TensorItems', 'toy_2d', 'digits_split', 'make_datasets', 'fingerprint', 'check_batch_fits',
-           'EpochBatchSampler', 'make_loader', 'padded_len', 'pad_stack', 'mask_key', 'pad_collate', 'expand_mask',
-           'BucketBatchSampler', 'padding_efficiency', 'check_lengths_fit', 'FrameBudgetSampler']
+           'EpochBatchSampler', 'loader_options', 'make_loader', 'padded_len', 'pad_stack', 'mask_key', 'pad_collate',
+           'expand_mask', 'BucketBatchSampler', 'padding_efficiency', 'check_lengths_fit', 'FrameBudgetSampler']
 
 # %% ../nbs/01_data.ipynb #010e11d8
 class TensorItems(Dataset):
@@ -70,10 +70,15 @@ def make_datasets(cfg: DataConfig, seed: int = 0):
         train = TensorItems(toy_2d(cfg.name, cfg.n_train, seed * 1000 + 1))
         val = TensorItems(toy_2d(cfg.name, cfg.n_val, seed * 1000 + 2))
         return train, val, {'name': cfg.name, 'kind': 'points', 'shape': (2,), 'n_classes': 0}
-    raise ConfigError(f"Unknown dataset {cfg.name!r}; choose one of digits, {', '.join(TOY_2D)}.")
+    if is_data_path(cfg.name):
+        from rectiflow.files import file_datasets       # your own data (01b_files), imported only when used
+        return file_datasets(cfg, seed)
+    raise ConfigError(f"Unknown dataset {cfg.name!r}; choose one of digits, {', '.join(TOY_2D)}, or give a path to your data.")
 
-def fingerprint(ds: TensorItems) -> str:
-    "A short sha256 of a dataset's tensors: changes when any value, label or the order changes."
+def fingerprint(ds) -> str | None:
+    "A short sha256 of a dataset's tensors (or its own `data_fingerprint`): changes when any value, label or the order changes."
+    if hasattr(ds, 'data_fingerprint'): return ds.data_fingerprint
+    if not hasattr(ds, 'x1'): return None
     h = hashlib.sha256()
     for t in (ds.x1, ds.cond):
         if t is not None: h.update(t.contiguous().numpy().tobytes())
@@ -107,9 +112,15 @@ class EpochBatchSampler(torch.utils.data.Sampler):
         start, self.start = self.start, 0
         for b in range(start, len(self)): yield perm[b * g + lo: b * g + lo + self.batch_size].tolist()
 
-def make_loader(ds: Dataset, sampler: torch.utils.data.Sampler, num_workers: int = 0, collate_fn=None) -> DataLoader:
-    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default: stack)."
-    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn)
+def loader_options(cfg: DataConfig, train: bool = True) -> dict:
+    "`DataLoader` keyword arguments of `cfg`: pinned memory (CUDA only), prefetch and persistent workers (training loader only)."
+    kw = {'pin_memory': bool(cfg.pin_memory and torch.cuda.is_available())}
+    if cfg.num_workers > 0: kw.update(prefetch_factor=cfg.prefetch, persistent_workers=bool(cfg.persistent_workers and train))
+    return kw
+
+def make_loader(ds: Dataset, sampler: torch.utils.data.Sampler, num_workers: int = 0, collate_fn=None, **options) -> DataLoader:
+    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default: stack); `options` from `loader_options`."
+    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn, **options)
 
 # %% ../nbs/01_data.ipynb #26eb46f2
 def padded_len(n: int, multiple: int = 1) -> int:

@@ -55,28 +55,40 @@ def read_gates(run_dir) -> list[GateResult]:
     return out
 
 # %% ../nbs/09_gates.ipynb #38e367e0
-def _item_hashes(ds) -> list[str]:
-    return [hashlib.sha1(ds[i]['x1'].numpy().tobytes()).hexdigest() for i in range(len(ds))]
-
-def _all(ds, key):
-    items = [ds[i][key] for i in range(len(ds))] if key in ds[0] else []
-    return torch.stack(items) if items else None
+def _scan(ds) -> dict:
+    "One streaming pass over `ds` (never all of it in memory): item hashes, non-finite count, value range, labels."
+    hashes, non_finite, lo, hi, labels = set(), 0, math.inf, -math.inf, []
+    for i in range(len(ds)):
+        it = ds[i]; x = it['x1']
+        hashes.add(hashlib.sha1(x.contiguous().numpy().tobytes()).hexdigest())
+        finite = torch.isfinite(x); non_finite += int((~finite).sum())
+        if finite.any(): lo, hi = min(lo, float(x[finite].min())), max(hi, float(x[finite].max()))
+        if 'cond' in it and getattr(ds, 'cond', None) is None: labels.append(int(it['cond']))
+    cond = getattr(ds, 'cond', None)
+    return {'hashes': hashes, 'non_finite': non_finite, 'min': lo, 'max': hi,
+            'labels': cond if cond is not None else (torch.tensor(labels) if labels else None)}
 
 def _class_shares(labels: torch.Tensor, n_classes: int) -> np.ndarray:
     return np.bincount(labels.numpy(), minlength=n_classes) / max(1, len(labels))
 
 def data_figures(train_ds, val_ds, info: dict, cfg: Config, num_processes: int = 1) -> dict:
-    "The data gate's figures: split sizes, non-finite values, value range, cross-split duplicates, class shares."
-    x_tr, x_va = _all(train_ds, 'x1'), _all(val_ds, 'x1')
+    "The data gate's figures: split sizes, non-finite values, value range, cross-split duplicates, group leaks, class shares."
+    tr, va = _scan(train_ds), _scan(val_ds)
     f = {'n_train': len(train_ds), 'n_val': len(val_ds),
          'global_batch': cfg.data.batch_size * cfg.optim.grad_accum * num_processes,
          'val_subset': min(cfg.eval.val_items, len(val_ds)),      # the items each evaluation scores
-         'non_finite': int((~torch.isfinite(x_tr)).sum() + (~torch.isfinite(x_va)).sum()),
-         'min': float(torch.nan_to_num(torch.cat([x_tr.flatten(), x_va.flatten()]), nan=0.0).min()),
-         'max': float(torch.nan_to_num(torch.cat([x_tr.flatten(), x_va.flatten()]), nan=0.0).max()),
-         'val_in_train': len(set(_item_hashes(val_ds)) & set(_item_hashes(train_ds)))}
-    if info.get('n_classes'):
-        s_tr, s_va = (_class_shares(_all(ds, 'cond'), info['n_classes']) for ds in (train_ds, val_ds))
+         'non_finite': tr['non_finite'] + va['non_finite'],
+         'min': min(tr['min'], va['min']), 'max': max(tr['max'], va['max']),
+         'val_in_train': len(tr['hashes'] & va['hashes'])}
+    groups = [getattr(d, 'group_set', None) for d in (train_ds, val_ds)]
+    if all(g is not None for g in groups):
+        shared = sorted(groups[0] & groups[1])
+        f.update(groups_train=len(groups[0]), groups_val=len(groups[1]), group_leaks=len(shared), leaked_groups=shared[:5])
+    if info.get('group_leaks'):                                  # e.g. with the test split, recorded when the data were split
+        f['split_leaks'] = {k: v for k, v in info['group_leaks'].items()}
+    if info.get('skipped', {}).get('count'): f['skipped'] = info['skipped']['count']
+    if info.get('n_classes') and tr['labels'] is not None and va['labels'] is not None:
+        s_tr, s_va = (_class_shares(d['labels'], info['n_classes']) for d in (tr, va))
         f.update(min_class_share_train=float(s_tr.min()), min_class_share_val=float(s_va.min()),
                  balance=float(min(s_tr.min(), s_va.min()) * info['n_classes']))    # 1: perfectly balanced, 0: a class is missing
     return f
@@ -89,6 +101,10 @@ def _data_problems(f: dict, info: dict, min_balance: float) -> list[str]:
     if info.get('kind') == 'image' and (f['min'] < -1 - 1e-6 or f['max'] > 1 + 1e-6):
         p.append(f"image values in [{f['min']:.3g}, {f['max']:.3g}], outside [-1, 1]")
     if f['val_in_train']: p.append(f"{f['val_in_train']} validation items also in the training set")
+    if f.get('group_leaks'): p.append(f"{f['group_leaks']} group(s) in both training and validation (e.g. {f['leaked_groups'][0]!r}): "
+                                      "validation is not group-disjoint")
+    for k, g in f.get('split_leaks', {}).items():
+        if k != 'train-val': p.append(f"{len(g)}+ group(s) in both {k.replace('-', ' and ')} splits (e.g. {g[0]!r})")
     if 'balance' in f and f['balance'] < min_balance:
         p.append(f"class balance {f['balance']:.2f} below {min_balance} (smallest class share x classes)")
     return p
@@ -99,7 +115,8 @@ def data_gate(cfg: Config, datasets=None, num_processes: int = 1, min_balance: f
     f = data_figures(train_ds, val_ds, info, cfg, num_processes)
     problems = _data_problems(f, info, min_balance)
     msg = '; '.join(problems) if problems else (f"{f['n_train']} train / {f['n_val']} val items, finite, in range, "
-                                                f"no cross-split duplicates" + (f", balance {f['balance']:.2f}" if 'balance' in f else ''))
+                                                f"no cross-split duplicates" + (f", balance {f['balance']:.2f}" if 'balance' in f else '')
+                                                + (f", {f['groups_train']} / {f['groups_val']} disjoint groups" if 'groups_train' in f else ''))
     return GateResult('data', not problems, f, msg[0].upper() + msg[1:] + '.')
 
 # %% ../nbs/09_gates.ipynb #239ea280
@@ -201,8 +218,10 @@ def load_vae(vae):
     if isinstance(vae, AutoencoderKL): return vae
     if vae is None: raise ConfigError("The recon gate needs a VAE: pass --vae PATH (a diffusers AutoencoderKL folder).")
     path = Path(vae)
-    if not (path / 'config.json').is_file(): raise ConfigError(f"{path} holds no AutoencoderKL (no config.json); pass a save_pretrained folder.")
-    return AutoencoderKL.from_pretrained(path)
+    if not (path / 'config.json').is_file():
+        hint = f" (a pipeline folder: pass {path / 'vae'})" if (path / 'vae' / 'config.json').is_file() else ''
+        raise ConfigError(f"{path} holds no AutoencoderKL (no config.json){hint}; pass a save_pretrained folder.")
+    return AutoencoderKL.from_pretrained(path, local_files_only=True)
 
 @torch.no_grad()
 def reconstruct(vae, x: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
