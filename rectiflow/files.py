@@ -523,7 +523,7 @@ def shard_datasets(root, cfg: DataConfig) -> tuple[dict, dict, BadItems]:
     info = {'name': str(root), 'kind': m['kind'], 'source': 'shards', 'n_classes': len(m.get('classes') or []),
             'classes': m.get('classes') or [], 'splits': {s: len(d) for s, d in ds.items()}, **group_figures(ds), 'skipped': bad.summary()}
     if m['kind'] == 'latent': info.update(shape=tuple(m['shape']), vae=m.get('vae'), encoder=m.get('encoder'), stats=m['stats'])
-    else: info.update(dims=m['dims'], token_key=m.get('token_key'), max_frames=m.get('max_frames'))
+    else: info.update(dims=m['dims'], keys=m.get('keys') or {}, max_frames=m.get('max_frames'))
     return ds, info, bad
 
 # %% ../nbs/01b_files.ipynb #cf4e7850
@@ -575,79 +575,83 @@ def files_hooks(info: dict, seed: int = 0, vae=None) -> TaskHooks | None:
     return None
 
 # %% ../nbs/01b_files.ipynb #37e8a01a
-def write_sequence_shards(out, splits: dict, shard_items: int = 4096, fmt: str = 'safetensors', token_key: str = 'tokens',
+def _seq_keys(item: dict) -> dict:
+    "{key: 'int64' | 'float32'} of the item's per-item arrays besides `x1` and `cond`."
+    out = {}
+    for k, v in item.items():
+        if k in ('x1', 'cond'): continue
+        v = torch.as_tensor(np.asarray(v))
+        out[k] = 'int64' if not (v.is_floating_point() or v.is_complex()) else 'float32'
+    return out
+
+def write_sequence_shards(out, splits: dict, shard_items: int = 4096, fmt: str = 'safetensors',
                           classes: list | None = None, overwrite: bool = False) -> dict:
-    "Write {split: iterable of items {'x1': [T, D], token_key: [S] ints, 'cond': int}} as sequence shards under `out`; the manifest."
+    "Write {split: iterable of items {'x1': [T, D], 'cond': int, KEY: array...}} as sequence shards under `out`; the manifest."
     out = Path(out)
     if (out / 'shards.json').exists() and not overwrite: raise ConfigError(f"{out} already holds shards; pass --overwrite to replace them.")
     out.mkdir(parents=True, exist_ok=True); (out / 'shards.json').unlink(missing_ok=True)
-    manifest_splits, dims, max_frames, has_tokens = {}, None, 0, False
+    manifest_splits, dims, max_frames, keys = {}, None, 0, None
     for split, items in splits.items():
         w, buf = ShardWriter(out, split, shard_items, fmt), []
-        def flush():
-            if not buf: return
-            w.write(_pack(buf, token_key), len(buf)); buf.clear()
         for it in items:
-            x = torch.as_tensor(it['x1'], dtype=torch.float32)
+            x = torch.as_tensor(np.asarray(it['x1']), dtype=torch.float32)
             if x.dim() != 2: raise ConfigError(f"A sequence item is [frames, dims]; got shape {tuple(x.shape)} in {split}.")
-            if dims is None: dims = x.shape[1]
+            dims, keys = dims or x.shape[1], keys if keys is not None else _seq_keys(it)
             if x.shape[1] != dims: raise ConfigError(f"Sequence items must share their dims: {x.shape[1]} after {dims} in {split}.")
-            max_frames, has_tokens = max(max_frames, len(x)), has_tokens or token_key in it
-            buf.append({**it, 'x1': x})
-            if len(buf) >= shard_items: flush()
-        flush()
+            if set(_seq_keys(it)) != set(keys): raise ConfigError(f"Sequence items must share their keys: {sorted(_seq_keys(it))} after {sorted(keys)}.")
+            max_frames = max(max_frames, len(x)); buf.append({**it, 'x1': x})
+            if len(buf) >= shard_items: w.write(_pack(buf, keys), len(buf)); buf.clear()
+        if buf: w.write(_pack(buf, keys), len(buf))
         manifest_splits[split] = {**w.close(), 'groups': None}
     m = {'format': 'rectiflow-shards', 'version': 1, 'kind': 'sequence', 'storage': fmt, 'dims': dims, 'max_frames': max_frames,
-         'token_key': token_key if has_tokens else None, 'classes': classes or [], 'splits': manifest_splits,
+         'keys': keys or {}, 'classes': classes or [], 'splits': manifest_splits,
          'fingerprint': hashlib.sha256(json.dumps([s['shards'] for s in manifest_splits.values()]).encode()).hexdigest()[:16]}
     tmp = out / f'.shards.json.{os.getpid()}.tmp'; tmp.write_text(json.dumps(m, indent=1) + '\n'); os.replace(tmp, out / 'shards.json')
     return m
 
-def _pack(items: list, token_key: str) -> dict:
-    "One shard's arrays: frames and tokens end to end with their offsets, and classes."
-    lens = torch.tensor([len(it['x1']) for it in items])
-    t = {'frames': torch.cat([it['x1'] for it in items]), 'offsets': torch.cat([torch.zeros(1, dtype=torch.long), lens.cumsum(0)])}
-    if any(token_key in it for it in items):
-        toks = [torch.as_tensor(it.get(token_key, []), dtype=torch.long) for it in items]
-        t[token_key] = torch.cat(toks)
-        t[f'{token_key}_offsets'] = torch.cat([torch.zeros(1, dtype=torch.long), torch.tensor([len(x) for x in toks]).cumsum(0)])
+def _ends(lengths) -> torch.Tensor: return torch.cat([torch.zeros(1, dtype=torch.long), torch.tensor(lengths, dtype=torch.long).cumsum(0)])
+
+def _pack(items: list, keys: dict) -> dict:
+    "One shard's arrays: frames and every other key end to end with their offsets, and classes."
+    t = {'frames': torch.cat([it['x1'] for it in items]), 'offsets': _ends([len(it['x1']) for it in items])}
+    for k, dtype in keys.items():
+        vs = [torch.as_tensor(np.asarray(it[k])).to(getattr(torch, dtype)).reshape(len(it[k]), -1).squeeze(-1) if len(it[k]) else
+              torch.zeros(0, dtype=getattr(torch, dtype)) for it in items]
+        t[k], t[f'{k}_offsets'] = torch.cat(vs), _ends([len(v) for v in vs])
     if 'cond' in items[0]: t['cond'] = torch.tensor([int(it['cond']) for it in items], dtype=torch.long)
     return t
 
 class SequenceShards(Dataset):
-    "Variable-length frame sequences of one split, sliced from memory-mapped shards: `{'x1': [T, D], token_key: [S], 'cond'}`."
+    "Variable-length frame sequences of one split, sliced from memory-mapped shards: `{'x1': [T, D], KEY: [S, ...], 'cond'}`."
     def __init__(self, root, split: str, manifest: dict | None = None, bad: BadItems | None = None):
         root = Path(root); m, bad = manifest or read_shards_manifest(root), bad or BadItems()
-        self.dims, self.token_key = m['dims'], m.get('token_key')
+        self.dims, self.keys = m['dims'], dict(m.get('keys') or {})
         store = _Shards(root, m['storage'], [s['file'] for s in m['splits'][split]['shards']])
-        files, offs, toffs, conds = [], [], [], []
+        files, offs, conds = [], [], []
         for i, s in enumerate(m['splits'][split]['shards']):
-            where = str(store._path(i, 'frames'))
+            where, n = str(store._path(i, 'frames')), s['items']
             try:
-                o = store.tensor(i, 'offsets', 0, s['items'] + 1).long(); shape = store.shape(i, 'frames')
-                to = store.tensor(i, f'{self.token_key}_offsets', 0, s['items'] + 1).long() if self.token_key else None
+                o = {k: store.tensor(i, f'{k}_offsets' if k != 'frames' else 'offsets', 0, n + 1).long() for k in ['frames', *self.keys]}
+                shape = store.shape(i, 'frames')
             except Exception as e: bad(where, f'cannot read shard ({type(e).__name__}: {e})'); continue
-            if shape is None or len(shape) != 2 or shape[1] != self.dims or len(o) != s['items'] + 1 or int(o[-1]) != shape[0] or (o.diff() < 0).any():
-                bad(where, f"frames of shape {shape} with offsets ending at {int(o[-1]) if len(o) else None}, the manifest says "
-                           f"{s['items']} items of {self.dims} dims"); continue
-            files.append(s['file']); offs.append(o); toffs.append(to)
-            if m.get('classes'): conds.append(store.tensor(i, 'cond', 0, s['items']).long())
-        self.store = _Shards(root, m['storage'], files)
-        self.item_offsets, self.token_offsets = offs, toffs
-        counts = [len(o) - 1 for o in offs]
-        self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.lengths = np.concatenate([o.diff().numpy() for o in offs]) if offs else np.zeros(0, np.int64)
+            f = o['frames']
+            if shape is None or len(shape) != 2 or shape[1] != self.dims or len(f) != n + 1 or int(f[-1]) != shape[0] or (f.diff() < 0).any():
+                bad(where, f"frames of shape {shape} with offsets ending at {int(f[-1]) if len(f) else None}, the manifest says "
+                           f"{n} items of {self.dims} dims"); continue
+            files.append(s['file']); offs.append(o)
+            if m.get('classes'): conds.append(store.tensor(i, 'cond', 0, n).long())
+        self.store, self.offsets = _Shards(root, m['storage'], files), offs
+        self.starts = np.concatenate([[0], np.cumsum([len(o['frames']) - 1 for o in offs])]).astype(np.int64)
+        self.lengths = np.concatenate([o['frames'].diff().numpy() for o in offs]) if offs else np.zeros(0, np.int64)
         self.cond = torch.cat(conds) if conds else None
         self.group_set = None
         self.data_fingerprint = hashlib.sha256(f"{m['fingerprint']}:{split}:{files}".encode()).hexdigest()[:16]
 
     def __len__(self): return int(self.starts[-1])
     def __getitem__(self, i):
-        s = int(np.searchsorted(self.starts, i, 'right') - 1); j = int(i - self.starts[s])
-        o = self.item_offsets[s]
-        item = {'x1': self.store.tensor(s, 'frames', int(o[j]), int(o[j + 1])).float()}
-        if self.token_key:
-            to = self.token_offsets[s]; item[self.token_key] = self.store.tensor(s, self.token_key, int(to[j]), int(to[j + 1])).long()
+        s = int(np.searchsorted(self.starts, i, 'right') - 1); j = int(i - self.starts[s]); o = self.offsets[s]
+        item = {'x1': self.store.tensor(s, 'frames', int(o['frames'][j]), int(o['frames'][j + 1])).float()}
+        for k in self.keys: item[k] = self.store.tensor(s, k, int(o[k][j]), int(o[k][j + 1]))
         if self.cond is not None: item['cond'] = self.cond[i]
         return item
 
