@@ -174,7 +174,8 @@ def find_resume_checkpoint(path) -> Path:
     raise ConfigError(f"None of the checkpoints in {path / 'checkpoints'} is readable.")
 
 # %% ../nbs/06_checkpoint.ipynb #e48539c7
-RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after', 'run.log_every', 'run.overwrite', 'run.out', 'data.num_workers', 'eval.every',
+RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after', 'run.log_every', 'run.overwrite', 'run.out', 'data.num_workers', 'data.pin_memory', 'data.prefetch',
+                     'data.persistent_workers', 'run.profile_steps', 'eval.every',
                      'eval.sample_every', 'eval.n_samples', 'checkpoint.save_every', 'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank',
                      'debug.checkpoint_delay'}
 

@@ -141,6 +141,14 @@ def _quality_lines(final: dict, cfg: Config) -> list[str]:
     if 'recon_accuracy' in final:
         lines += [f"reconstructions read correctly {final['recon_accuracy']:.4f} (real digits {final['recon_real_accuracy']:.4f}), "
                   f"PSNR {final['recon_psnr']:.2f} dB; recon gate {'passed' if final['recon_passed'] else 'FAILED'}"]
+    if 'psnr_floor' in final:
+        lines += [f"PSNR {final['psnr']:.2f} dB vs untrained floor {final['psnr_floor']:.2f} dB (+{final['psnr'] - final['psnr_floor']:.2f} dB)"]
+    if 'cer' in final:
+        lines += [f"character error rate {final['cer']:.4f} (real lines {final['cer_real']:.4f}); controllability gap {final['gap']:.3f}; "
+                  f"{final['n_lines']} lines, {how}"]
+    if 'frame_acc' in final:
+        lines += [f"frame accuracy {final['frame_acc']:.4f} (untrained {final['frame_acc_floor']:.4f}, real {final['frame_acc_real']:.4f}); "
+                  f"residual FD {final['residual_fd']:.4g} (untrained {final['residual_fd_floor']:.4g}, real {final['residual_fd_real']:.4g})"]
     if 'w2' in final:
         lines += [f"W2 {final['w2']:.4f} (noise floor {final['w2_floor']:.4f}); energy distance {final['energy']:.5f} "
                   f"(noise floor {final['energy_floor']:.5f}); {final['n_samples']} samples, {how}"]
@@ -184,6 +192,9 @@ def gates_allow_training(args, cfg: Config, resume) -> bool:
 def report_end(final: dict, cfg: Config) -> int:
     "Print how a run ended; the exit code (4: aborted by the validation rule)."
     kind = final.get('kind')
+    if kind == 'profile':
+        print(f"profiled {final['steps']} steps: {final['dir']}/ops.txt (operators by self time), ops.json, trace.json")
+        return 0
     if kind == 'stopped':
         print(f"stopped by {final['signal']} at step {final['step']}; continue with: rectiflow train --resume --out {cfg.run.out}")
         return 0

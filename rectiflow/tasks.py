@@ -8,6 +8,7 @@ import importlib
 from .config import Config, ConfigError, TASK_NAMES, preset, validate_config
 from .data import make_datasets
 from .hooks import hooks_for
+from .files import files_hooks
 from .train import Trainer
 
 # %% auto #0
@@ -15,7 +16,8 @@ __all__ = ['TASKS', 'task_preset', 'build_task', 'flow_preset', 'build_flow', 't
 
 # %% ../nbs/14_tasks.ipynb #63419fb8
 TASKS = {'flow': ('rectiflow.tasks', 'flow'), 'vae': ('rectiflow.latents', 'vae'),
-         'latent-digits': ('rectiflow.latents', 'latent_digits'), 'filler': ('rectiflow.filler', 'filler')}
+         'latent-digits': ('rectiflow.latents', 'latent_digits'), 'filler': ('rectiflow.filler', 'filler'),
+         'lines': ('rectiflow.lines', 'lines'), 'sequences': ('rectiflow.sequences', 'sequences')}
 
 def _task_functions(name: str):
     if name not in TASKS: raise ConfigError(f"Unknown task {name!r}; choose one of {', '.join(TASKS)}.")
@@ -43,7 +45,8 @@ def flow_preset() -> Config: return preset('digits')
 def build_flow(cfg: Config) -> dict:
     "Flow matching on the embedded dataset `cfg.data.name`, with its hooks."
     train_ds, val_ds, info = make_datasets(cfg.data, cfg.run.seed)
-    return dict(train_ds=train_ds, val_ds=val_ds, info=info, hooks=hooks_for(info, cfg.run.seed, cfg.eval.n_samples))
+    hooks = files_hooks(info, cfg.run.seed, vae=cfg.data.vae or None) or hooks_for(info, cfg.run.seed, cfg.eval.n_samples)
+    return dict(train_ds=train_ds, val_ds=val_ds, info=info, hooks=hooks)
 
 # %% ../nbs/14_tasks.ipynb #ba32c0da
 def task_data(cfg: Config) -> tuple:

@@ -17,7 +17,7 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from diffusers.training_utils import EMAModel
 from .config import Config, ConfigError, validate_config, config_to_dict, save_config, load_config
-from .data import make_datasets, make_loader, fingerprint
+from .data import make_datasets, make_loader, loader_options, fingerprint
 from .models import make_model, n_params
 from .losses import FlowMatching
 from .hooks import TaskHooks
@@ -50,7 +50,7 @@ class Trainer:
                                        gradient_accumulation_steps=cfg.optim.grad_accum)
         self.train_ds, self.val_ds, self.data_info = datasets or make_datasets(cfg.data, cfg.run.seed)
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)   # refuse a bad --out before anything is built or written
-        self.fingerprint = fingerprint(self.train_ds) if hasattr(self.train_ds, 'x1') else None   # wrapped datasets: none
+        self.fingerprint = fingerprint(self.train_ds)          # None where a dataset cannot be hashed (a wrapper)
         if resume is not None: check_resumable(json.loads((Path(resume) / 'trainer_state.json').read_text()),
                                                config_to_dict(cfg), self.fingerprint, self.accelerator.num_processes)
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
@@ -82,7 +82,7 @@ class Trainer:
         data_seed, flow_seed = self._stream_seeds()
         # the task's batch sampler checks that a global batch fits; it shards, so the loader is not prepared
         self.sampler = self.hooks.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index, acc.num_processes)
-        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.hooks.collate)
+        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.hooks.collate, **loader_options(cfg.data))
         self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
         self.ema = EMAModel(self.unwrapped.parameters(), decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
                             inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
@@ -504,10 +504,12 @@ class FrozenDraws(torch.utils.data.Dataset):
 
 # %% ../nbs/07_train.ipynb #a024e991
 def train(cfg: Config, progress: bool = True, resume=None, init_from=None) -> dict:
-    "Train `cfg` (continuing checkpoint `resume`, or starting from the weights of `init_from`): its task's parts, a trainer, a fit."
+    "Train `cfg` (continuing checkpoint `resume`, or starting from the weights of `init_from`): its task's parts, a trainer, a fit (or, with `run.profile_steps`, a profile)."
     from rectiflow.tasks import build_task     # here, not at the top: task chapters build on this one
     p = build_task(cfg)
-    return Trainer(cfg, p['hooks'], (p['train_ds'], p['val_ds'], p['info']), progress, resume, init_from, p['model'], p['objective']).fit()
+    tr = Trainer(cfg, p['hooks'], (p['train_ds'], p['val_ds'], p['info']), progress, resume, init_from, p['model'], p['objective'])
+    if cfg.run.profile_steps: return {'kind': 'profile', 'steps': cfg.run.profile_steps, 'dir': str(tr.profile(cfg.run.profile_steps))}
+    return tr.fit()
 
 # %% ../nbs/07_train.ipynb #7b15b4be
 def evaluation_target(path) -> tuple[Path, Path]:

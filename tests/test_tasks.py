@@ -43,3 +43,32 @@ def test_vae_then_latent_digits_from_the_cli(tmp_path):
     assert len(stats['mean']) == 4 and all(s > 0 for s in stats['std'])      # the statistics travel with the export
     p = run_cli('train', '--task', 'latent-digits', '--out', tmp_path / 'novae', '--no-progress')
     assert p.returncode == 2 and 'needs a trained VAE' in p.stderr
+
+def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path):
+    run = tmp_path / 'lines'
+    p = run_cli('train', '--task', 'lines', '--out', run, '--no-progress', '--steps', '60', '--data.n_train', '1024',
+                '--data.n_val', '64', '--eval.every', '30', '--eval.sample_every', '60', '--run.log_every', '30',
+                '--eval.n_samples', '32', '--eval.val_items', '64')
+    assert p.returncode == 0, p.stderr
+    vals = [r for r in records(run) if r['kind'] == 'val']
+    assert vals[0]['floor'] == 'untrained' and vals[0]['cer'] > 0.8          # an untrained model writes nothing legible
+    assert vals[-1]['cer'] < vals[0]['cer'] - 0.05 and vals[-1]['gap'] > vals[0]['gap'], vals
+    final = records(run)[-1]
+    assert final['kind'] == 'final' and final['cer_real'] < 0.05 and final['gap_real'] > 0.8    # the gauge reads real lines
+    assert json.loads((run / 'best' / 'info.json').read_text())['cer'] == min(v['cer'] for v in vals)   # best/ by CER
+    assert (run / 'samples' / 'step_000060.png').exists()
+
+def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
+    run = tmp_path / 'seq'
+    args = ['train', '--task', 'sequences', '--out', run, '--no-progress', '--steps', '150', '--data.n_train', '400',
+            '--data.n_val', '64', '--eval.every', '75', '--eval.sample_every', '150', '--run.log_every', '75', '--eval.val_items', '64']
+    p = run_cli(*args)
+    assert p.returncode == 0, p.stderr
+    vals = [r for r in records(run) if r['kind'] == 'val']
+    assert vals[0]['floor'] == 'untrained' and vals[0]['frame_acc'] < 0.2
+    final = records(run)[-1]
+    assert final['kind'] == 'final' and final['frame_acc'] > 0.8 and final['frame_acc'] > final['frame_acc_floor'] + 0.5, final
+    assert json.loads((run / 'best' / 'info.json').read_text())['residual_fd'] == min(v['residual_fd'] for v in vals)
+    assert (run / 'samples' / 'step_000150.png').exists()
+    p = run_cli(*args[:-2], '--data.batch_size', '16', '--out', tmp_path / 'small', '--overwrite')   # shorter than the longest item
+    assert p.returncode == 2 and 'data.batch_size' in p.stderr and 'Traceback' not in p.stderr, p.stderr
