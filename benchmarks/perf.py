@@ -97,17 +97,46 @@ def loader_throughput(ds, batch_size: int, seconds: float = 3.0, **loader_kw) ->
     return items / (time.perf_counter() - t0)
 
 
-def data(step_ms: float | None) -> dict:
-    "Loader throughput of the digits default against what a training step consumes."
-    from rectiflow.config import preset
+class OneByOne(torch.utils.data.Dataset):
+    "`ds` without its batched fetch (`__getitems__`): the loader takes items one by one and stacks them (the before figure)."
+    def __init__(self, ds): self.ds = ds
+    def __len__(self): return len(self.ds)
+    def __getitem__(self, i): return self.ds[i]
+
+
+def write_png_folder(root: Path, n: int, size: int = 64, groups: int = 50):
+    "`n` random grayscale PNGs of `size` px in `groups` group folders."
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        d = root / f"g{i % groups:02d}"; d.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (size, size), dtype=np.uint8), mode='L').save(d / f"{i:05d}.png", compress_level=1)
+
+
+def data(step_ms: float | None, n_files: int = 3000) -> dict:
+    "Loader throughput against what a training step consumes: the digits default (batched and one-by-one fetch), and a folder of PNG files decoded on demand (0 and 2 workers) with its resident memory over an epoch."
+    from rectiflow.config import preset, DataConfig
     from rectiflow.data import make_datasets
+    from rectiflow.files import image_datasets, epoch_memory
     cfg = preset('digits')
     train, _, _ = make_datasets(cfg.data, cfg.run.seed)
-    r = {'batch_size': cfg.data.batch_size, 'loader_items_per_s': loader_throughput(train, cfg.data.batch_size)}
-    if step_ms: r['consumed_items_per_s'] = cfg.data.batch_size / (step_ms / 1e3)
-    r['headroom'] = r['loader_items_per_s'] / r['consumed_items_per_s'] if step_ms else None
-    print(f"data: the loader delivers {r['loader_items_per_s']:.0f} items/s; training consumes "
-          f"{r.get('consumed_items_per_s', float('nan')):.0f} items/s (headroom {r['headroom'] or float('nan'):.1f}x)", flush=True)
+    bs = cfg.data.batch_size
+    r = {'batch_size': bs, 'consumed_items_per_s': bs / (step_ms / 1e3) if step_ms else None, 'rows': []}
+    def row(what, items_per_s):
+        r['rows'].append({'data': what, 'items_per_s': items_per_s,
+                          'headroom': items_per_s / r['consumed_items_per_s'] if step_ms else None})
+        print(f"data: {what}: {items_per_s:.0f} items/s" + (f" ({r['rows'][-1]['headroom']:.1f}x what a step consumes)" if step_ms else ''), flush=True)
+    row('digits, batched fetch (`TensorItems.__getitems__`)', loader_throughput(train, bs))
+    row('digits, one by one + stack (before)', loader_throughput(OneByOne(train), bs))
+    with tempfile.TemporaryDirectory() as d:
+        write_png_folder(Path(d) / 'png', n_files)
+        ds = image_datasets(Path(d) / 'png', DataConfig(height=64, val_fraction=0.02))[0]['train']
+        for workers in (0, 2):
+            row(f'{n_files} PNG files 64x64, decoded on demand, {workers} workers', loader_throughput(ds, 32, num_workers=workers))
+        r['memory'] = epoch_memory(ds, batch_size=32)
+    m = r['memory']
+    print(f"data: an epoch over {m['items']} files ({m['data_mb']:.1f} MB decoded) grew resident memory by {m['growth_mb']:.2f} MB", flush=True)
     return r
 
 

@@ -105,8 +105,8 @@ class EvalConfig:
     val_items: int = 512             # fixed validation subset size
     sample_every: int = 400          # optimizer steps between sample strips
     solver: str = 'midpoint'         # 'euler', 'heun' or 'midpoint'
-    nfe: int = 20                    # network evaluations per sample (a guided step costs 2 per velocity)
-    cfg_scale: float = 1.35          # classifier-free guidance scale (1 = off)
+    nfe: int = 40                    # network evaluations per sample (a guided step costs 2 per velocity)
+    cfg_scale: float = 1.2           # classifier-free guidance scale (1 = off)
     n_samples: int = 1000            # final quality figures: generated items (digits: split evenly over classes)
     metric: str = 'val_loss_ema'     # the validation figure that picks best/, drives plateau decay and the abort rule
     mode: str = 'min'                # 'min' (a loss) or 'max' (e.g. PSNR)

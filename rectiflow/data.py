@@ -7,15 +7,17 @@ from __future__ import annotations
 import hashlib
 import numpy as np
 import torch
+from collections.abc import Sequence
 from torch.utils.data import Dataset, DataLoader, default_collate
 from sklearn.datasets import load_digits, make_moons
 from sklearn.model_selection import train_test_split
 from .config import ConfigError, DataConfig, is_data_path
 
 # %% auto #0
-__all__ = ['TOY_2D', 'TensorItems', 'toy_2d', 'digits_split', 'make_datasets', 'fingerprint', 'check_batch_fits',
-           'EpochBatchSampler', 'loader_options', 'make_loader', 'padded_len', 'pad_stack', 'mask_key', 'pad_collate',
-           'expand_mask', 'BucketBatchSampler', 'padding_efficiency', 'check_lengths_fit', 'FrameBudgetSampler']
+__all__ = ['TOY_2D', 'TensorItems', 'FetchedItems', 'collate_items', 'toy_2d', 'digits_split', 'make_datasets', 'fingerprint',
+           'check_batch_fits', 'EpochBatchSampler', 'loader_options', 'make_loader', 'padded_len', 'pad_stack',
+           'mask_key', 'pad_collate', 'expand_mask', 'BucketBatchSampler', 'padding_efficiency', 'check_lengths_fit',
+           'FrameBudgetSampler']
 
 # %% ../nbs/01_data.ipynb #010e11d8
 class TensorItems(Dataset):
@@ -26,6 +28,24 @@ class TensorItems(Dataset):
     def __len__(self): return len(self.x1)
     def __getitem__(self, i):
         return {'x1': self.x1[i]} if self.cond is None else {'x1': self.x1[i], 'cond': self.cond[i]}
+    def __getitems__(self, idx: list) -> FetchedItems:
+        "The items at `idx` fetched in one indexing per tensor (the `DataLoader`'s batched fetch)."
+        i = torch.as_tensor(idx, dtype=torch.long)
+        return FetchedItems({'x1': self.x1[i]} if self.cond is None else {'x1': self.x1[i], 'cond': self.cond[i]})
+
+# %% ../nbs/01_data.ipynb #ec702559
+class FetchedItems(Sequence):
+    "A batch a dataset fetched in one go: a sequence of item dicts for any collate; `collate_items` takes `.batch` as it is."
+    def __init__(self, batch: dict): self.batch = batch
+    def __len__(self): return len(self.batch['x1'])
+    def __getitem__(self, i):
+        if isinstance(i, slice): return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self): raise IndexError(i)
+        return {k: v[i] for k, v in self.batch.items()}
+
+def collate_items(items) -> dict:
+    "Stack a list of item dicts (`default_collate`); a batch fetched whole (`FetchedItems`) is already one."
+    return items.batch if isinstance(items, FetchedItems) else default_collate(items)
 
 # %% ../nbs/01_data.ipynb #31c95d2d
 TOY_2D = ('moons', '8gaussians', 'checkerboard')
@@ -119,8 +139,8 @@ def loader_options(cfg: DataConfig, train: bool = True) -> dict:
     return kw
 
 def make_loader(ds: Dataset, sampler: torch.utils.data.Sampler, num_workers: int = 0, collate_fn=None, **options) -> DataLoader:
-    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default: stack); `options` from `loader_options`."
-    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn, **options)
+    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default: `collate_items`); `options` from `loader_options`."
+    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn or collate_items, **options)
 
 # %% ../nbs/01_data.ipynb #26eb46f2
 def padded_len(n: int, multiple: int = 1) -> int:

@@ -11,7 +11,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from torch.utils.data import default_collate
 from .config import EvalConfig
-from .data import toy_2d, TensorItems, EpochBatchSampler
+from .data import toy_2d, TensorItems, EpochBatchSampler, collate_items
 from .sampling import generate
 from .metrics import reference_classifier, digit_quality, w2_exact, energy_distance
 
@@ -21,7 +21,7 @@ __all__ = ['TaskHooks', 'DigitsHooks', 'digit_strip', 'PointsHooks', 'hooks_for'
 # %% ../nbs/05b_hooks.ipynb #80a2c07d
 class TaskHooks:
     "Domain knowledge passed into the trainer; the defaults are those of a plain flow-matching task that draws nothing."
-    def collate(self, items: list) -> dict: return default_collate(items)
+    def collate(self, items: list) -> dict: return collate_items(items)
     def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
         return EpochBatchSampler(len(ds), batch_size, seed, rank, world)
     def strip_batch(self, val_ds) -> dict | None: return None
