@@ -11,15 +11,15 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 from .config import Config, ConfigError, GATE_NAMES, validate_config, config_to_dict
-from .data import make_datasets
+from .data import make_datasets, make_loader
 from .train import Trainer, FrozenDraws
 from .tasks import task_data, task_trainer
 from .checkpoint import read_jsonl
 
 # %% auto #0
-__all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'overfit_gate',
-           'resume_gate', 'lr_gate', 'load_vae', 'reconstruct', 'recon_gate', 'parse_gate_names', 'run_gate',
-           'run_gates']
+__all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'AllItems',
+           'overfit_gate', 'resume_gate', 'lr_gate', 'load_vae', 'reconstruct', 'recon_gate', 'parse_gate_names',
+           'run_gate', 'run_gates']
 
 # %% ../nbs/09_gates.ipynb #57924e2c
 @dataclass
@@ -136,6 +136,20 @@ def _save_curve(losses: list, run_dir, name: str, title: str, ylabel: str = 'tra
     fig.savefig(path, dpi=90, bbox_inches='tight'); plt.close(fig)
     return path
 
+class AllItems(torch.utils.data.Sampler):
+    "One batch of all `n` items per epoch, in order: the overfit gate's batches, whatever the task's sampler (width buckets, frame budgets)."
+    equal_batches = True
+    def __init__(self, n: int): self.n, self.start = n, 0
+    def __len__(self): return 1
+    def set_position(self, epoch: int, batch: int = 0): self.start = batch
+    def __iter__(self):
+        start, self.start = self.start, 0
+        if start == 0: yield list(range(self.n))
+
+def _items_budget(items, info: dict) -> int:
+    "A `data.batch_size` that holds all `items` in one batch, in the task's unit: items, or padded frames (a frame budget)."
+    return len(items) if info.get('batch_unit', 'items') == 'items' else len(items) * max(len(it['x1']) for it in items)
+
 def overfit_gate(cfg: Config, n_items: int = 32, steps: int = 200, frozen: bool = True, fraction: float = 0.05,
                  threshold: float | None = None, lr: float | None = None, model=None, datasets=None, run_dir=None,
                  progress: bool = False, **_) -> GateResult:
@@ -144,10 +158,12 @@ def overfit_gate(cfg: Config, n_items: int = 32, steps: int = 200, frozen: bool 
     if not 0 < n_items <= len(train_ds): raise ConfigError(f"The overfit gate needs 1..{len(train_ds)} items, got n_items={n_items}.")
     items = Subset(train_ds, range(n_items))
     with tempfile.TemporaryDirectory() as d:
-        c = _gate_config(cfg, d, **{'data.batch_size': n_items, 'optim.grad_accum': 1, 'flow.cond_dropout': 0.0, 'run.steps': steps,
+        c = _gate_config(cfg, d, **{'data.batch_size': _items_budget(items, info), 'optim.grad_accum': 1, 'flow.cond_dropout': 0.0, 'run.steps': steps,
                                     'schedule.kind': 'constant', 'schedule.warmup_steps': min(10, steps // 10),
                                     'optim.lr': lr or cfg.optim.lr})
         tr = task_trainer(c, datasets=(FrozenDraws(items) if frozen else items, val_ds, info), model=model)
+        tr.sampler = AllItems(n_items)            # one batch of all n items every step, whatever the task's batching
+        tr.loader = make_loader(tr.train_ds, tr.sampler, 0, tr.hooks.collate)
         losses = [loss.item() for _, (loss, _g) in zip(_steps_bar(steps, 'overfit', progress), tr.optimizer_steps())]
     start, end = losses[0], float(np.mean(losses[-10:]))
     line = threshold if threshold is not None else fraction * start

@@ -113,8 +113,9 @@ def lines_datasets(seed: int = 0, n_train: int = 12_000, n_val: int = 512, val_f
 
 # %% ../nbs/15_lines.ipynb #b7b178f8
 def collate_lines(items: list) -> dict:
-    "Batch line items: `x1` padded with background plus `mask` (B,1,1,W); `content` padded with the null character plus `content_mask`."
-    return pad_collate(items, pad_dims={'x1': -1, 'content': -1}, pad_values={'x1': -1.0, 'content': NULL_CHAR})
+    "Batch line items: `x1` padded with background plus `mask` (B,1,1,W); `content` padded with the null character plus `content_mask`; frozen noise `x0` (gates) padded like `x1`."
+    frozen = {'x0': -1} if 'x0' in items[0] else {}
+    return pad_collate(items, pad_dims={'x1': -1, 'content': -1, **frozen}, pad_values={'x1': -1.0, 'content': NULL_CHAR})
 
 def line_widths(ds) -> np.ndarray:
     "The width in pixels of every item of `ds` (a `LineItems`, or any dataset of line items)."

@@ -28,8 +28,8 @@ from .hooks import TaskHooks
 __all__ = ['LETTERS', 'SEQUENCE_KEYS', 'Language', 'language_tables', 'template', 'draw_text', 'align', 'speak', 'SequenceItems',
            'sequence_datasets', 'show_frames', 'sequence_collate', 'check_frame_budget', 'SequenceVelocity',
            'SequenceFlow', 'FrozenSequenceDraws', 'length_chunks', 'generate_sequences', 'fit_template', 'read_tokens',
-           'read_text', 'edit_distance', 'sequence_figures', 'sequence_strip', 'SequenceHooks', 'sequences_preset',
-           'build_sequences', 'ListBatches']
+           'read_text', 'edit_distance', 'sequence_figures', 'sequence_strip', 'item_lengths', 'SequenceHooks',
+           'sequences_preset', 'build_sequences', 'ListBatches']
 
 # %% ../nbs/16_sequences.ipynb #ebe9ca75
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class SequenceItems(Dataset):
 
 def sequence_datasets(seed: int = 0, n_train: int = 2000, n_val: int = 200, lang: Language = Language()):
     "Train and validation `SequenceItems` and their description."
-    info = {'name': 'sequences', 'kind': 'sequence', 'shape': (lang.dim,), 'n_classes': 0, 'vocab': lang.vocab,
+    info = {'name': 'sequences', 'kind': 'sequence', 'shape': (lang.dim,), 'n_classes': 0, 'vocab': lang.vocab, 'batch_unit': 'frames',
             'max_frames': lang.max_frames}
     return SequenceItems(n_train, seed, 'train', lang), SequenceItems(n_val, seed, 'val', lang), info
 
@@ -309,6 +309,14 @@ def _save(fig, path):
     fig.savefig(path, dpi=100, bbox_inches='tight'); plt.close(fig)
 
 # %% ../nbs/16_sequences.ipynb #5551069e
+def item_lengths(ds) -> np.ndarray:
+    "Frames of every item of `ds`: a `SequenceItems`' own lengths, through `Subset`s and wrappers (a gate's frozen draws), else read item by item."
+    if hasattr(ds, 'lengths'): return np.asarray(ds.lengths)
+    if isinstance(ds, torch.utils.data.Subset): return item_lengths(ds.dataset)[np.asarray(ds.indices)]
+    if hasattr(ds, 'ds'): return item_lengths(ds.ds)
+    return np.array([len(ds[i]['x1']) for i in range(len(ds))])
+
+# %% ../nbs/16_sequences.ipynb #4a443af4
 class SequenceHooks(TaskHooks):
     "Frame-budget batches, sequence strips, validation figures read back from samples, and the final figures beside real and floor."
     def __init__(self, val_ds: SequenceItems, real_ds: SequenceItems | None = None, untrained=None, solver: str = 'euler',
@@ -319,8 +327,9 @@ class SequenceHooks(TaskHooks):
     def collate(self, items: list) -> dict: return sequence_collate(items)
 
     def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
-        check_frame_budget(ds.lengths, batch_size)
-        return FrameBudgetSampler(ds.lengths, batch_size, seed, rank, world)
+        lengths = item_lengths(ds)
+        check_frame_budget(lengths, batch_size)
+        return FrameBudgetSampler(lengths, batch_size, seed, rank, world)
 
     def strip_batch(self, val_ds) -> dict:
         order = np.argsort(val_ds.lengths, kind='stable')

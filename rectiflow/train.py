@@ -492,15 +492,13 @@ def _maybe_checkpoint(self: Trainer):
 
 # %% ../nbs/07_train.ipynb #1ecfe125
 class FrozenDraws(torch.utils.data.Dataset):
-    "Wrap a dataset so each item carries its own fixed `t` and `x0` (for gates and exactness tests)."
-    def __init__(self, ds, seed: int = 0):
-        self.ds = ds
-        g = torch.Generator().manual_seed(seed)
-        x1 = ds[0]['x1']
-        self.t = torch.rand(len(ds), generator=g)
-        self.x0 = torch.randn((len(ds), *x1.shape), generator=g)
+    "Wrap a dataset so each item carries its own fixed `t` and `x0` (its own shape: items may differ), drawn from (`seed`, index), for gates and exactness tests."
+    def __init__(self, ds, seed: int = 0): self.ds, self.seed = ds, seed
     def __len__(self): return len(self.ds)
-    def __getitem__(self, i): return {**self.ds[i], 't': self.t[i], 'x0': self.x0[i]}
+    def __getitem__(self, i):
+        item = self.ds[i]
+        g = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0]))
+        return {**item, 't': torch.rand((), generator=g), 'x0': torch.randn(item['x1'].shape, generator=g)}
 
 # %% ../nbs/07_train.ipynb #a024e991
 def train(cfg: Config, progress: bool = True, resume=None, init_from=None) -> dict:

@@ -72,3 +72,10 @@ def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
     assert (run / 'samples' / 'step_000150.png').exists()
     p = run_cli(*args[:-2], '--data.batch_size', '16', '--out', tmp_path / 'small', '--overwrite')   # shorter than the longest item
     assert p.returncode == 2 and 'data.batch_size' in p.stderr and 'Traceback' not in p.stderr, p.stderr
+
+def test_gates_run_on_variable_size_tasks(tmp_path):
+    # width buckets and frame budgets: the data gate streams items, the overfit gate trains one batch of all its items
+    for task in ('sequences', 'lines'):
+        p = run_cli('gate', 'data,overfit,resume', '--task', task, '--out', tmp_path / task)
+        assert p.returncode == 0, (task, p.stdout, p.stderr)
+        assert all(f'PASS {g}' in p.stdout for g in ('data', 'overfit', 'resume')), p.stdout
