@@ -14,10 +14,10 @@ from .losses import FlowMatching
 from .sampling import generate
 
 # %% auto #0
-__all__ = ['RUN_MARKERS', 'PRE_RUN', 'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'is_run_dir',
-           'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'export_model', 'RunSampler',
-           'load_run', 'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable',
-           'find_resume_checkpoint', 'config_differences', 'check_resumable']
+__all__ = ['RUN_MARKERS', 'PRE_RUN', 'SAMPLED_TASKS', 'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl',
+           'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'export_model',
+           'RunSampler', 'load_run', 'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint',
+           'checkpoint_is_readable', 'find_resume_checkpoint', 'config_differences', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -125,8 +125,14 @@ def load_run(run_dir, device='cpu') -> RunSampler:
     run_dir = Path(run_dir)
     if not (run_dir / 'final').is_dir(): raise ConfigError(f"{run_dir} holds no exported model (final/); did the run finish?")
     cfg = load_config(run_dir / 'config.json')
+    if cfg.run.task not in SAMPLED_TASKS:
+        raise ConfigError(f"{run_dir} is a run of task {cfg.run.task!r}; load_run (and `rectiflow sample`) draws the flow models of tasks "
+                          f"{', '.join(SAMPLED_TASKS)}. This run's samples are its strips in {run_dir / 'samples'}; "
+                          f"`rectiflow evaluate {run_dir} --quality` scores it.")
     model = MODEL_CLASSES[cfg.model.name].from_pretrained(run_dir / 'final').to(device).eval()
     return RunSampler(model, cfg)
+
+SAMPLED_TASKS = ('flow', 'latent-digits')      # tasks whose export is one of MODEL_CLASSES, sampled by `RunSampler`
 
 # %% ../nbs/06_checkpoint.ipynb #74ec51ea
 class GeneratorState:

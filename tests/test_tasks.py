@@ -57,6 +57,8 @@ def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path
     assert final['kind'] == 'final' and final['cer_real'] < 0.05 and final['gap_real'] > 0.8    # the gauge reads real lines
     assert json.loads((run / 'best' / 'info.json').read_text())['cer'] == min(v['cer'] for v in vals)   # best/ by CER
     assert (run / 'samples' / 'step_000060.png').exists()
+    p = run_cli('sample', run)            # no RunSampler for lines: one clear line, not a traceback
+    assert p.returncode == 2 and 'samples are its strips' in p.stderr and 'Traceback' not in p.stderr, p.stderr
 
 def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
     run = tmp_path / 'seq'
