@@ -19,6 +19,10 @@ def run(name, *args):
                        capture_output=True, text=True)
     if p.returncode: sys.exit(f"{name} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     print(p.stdout.strip(), f"[{name}: {time.time() - t0:.0f}s wall]", sep='\n', flush=True)
+    return run_record(out)
+
+def run_record(out: Path) -> dict:
+    "A finished run's final record, untrained floor, last validation and config."
     recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
     vals = [r for r in recs if r['kind'] == 'val']
     return {'final': recs[-1], 'floor': vals[0], 'last_val': vals[-1], 'config': json.loads((out / 'config.json').read_text()),
@@ -302,10 +306,8 @@ def measure(name: str, results: dict):
 def quality_run(name: str, seed: int) -> dict:
     "A quality run's record in the form `digits()` returns (its strip copied for RESULTS.md)."
     out = RUNS / 'quality' / f'{name}_seed{seed}'
-    recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
-    vals = [r for r in recs if r['kind'] == 'val']
     if name == 'digits': shutil.copy(sorted((out / 'samples').glob('step_*.png'))[-1], HERE / 'digits_strip.png')
-    return {'final': recs[-1], 'floor': vals[0], 'last_val': vals[-1], 'config': json.loads((out / 'config.json').read_text()), 'out': str(out)}
+    return run_record(out)
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()

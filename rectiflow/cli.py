@@ -262,7 +262,7 @@ def _show(ax, img):
 
 def cmd_sample(args) -> int:
     from rectiflow.checkpoint import load_run
-    from rectiflow.hooks import digit_strip, _save
+    from rectiflow.hooks import digit_strip, save_figure
     import matplotlib.pyplot as plt
     s = load_run(args.run_dir)
     out = Path(args.out or Path(args.run_dir) / 'samples' / f'grid_seed{args.seed}.png')
@@ -282,7 +282,7 @@ def cmd_sample(args) -> int:
     else:
         x = s.sample(args.n or 2000, **kw)
         fig, ax = plt.subplots(figsize=(4, 4)); ax.scatter(*x[:, :2].T, s=2); ax.set_aspect('equal')
-    _save(fig, out)
+    save_figure(fig, out)
     print(f"wrote {len(x)} samples to {out}")
     return 0
 

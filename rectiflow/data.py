@@ -16,8 +16,8 @@ from .config import ConfigError, DataConfig, is_data_path
 # %% auto #0
 __all__ = ['TOY_2D', 'TensorItems', 'FetchedItems', 'collate_items', 'toy_2d', 'digits_split', 'make_datasets', 'fingerprint',
            'check_batch_fits', 'EpochBatchSampler', 'loader_options', 'make_loader', 'padded_len', 'pad_stack',
-           'mask_key', 'pad_collate', 'expand_mask', 'BucketBatchSampler', 'padding_efficiency', 'check_lengths_fit',
-           'FrameBudgetSampler']
+           'mask_key', 'pad_collate', 'expand_mask', 'item_sizes', 'BucketBatchSampler', 'padding_efficiency',
+           'check_lengths_fit', 'FrameBudgetSampler']
 
 # %% ../nbs/01_data.ipynb #010e11d8
 class TensorItems(Dataset):
@@ -172,6 +172,14 @@ def pad_collate(items: list, pad_dims: dict | None = None, pad_values: dict | No
 def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     "A collate mask broadcast to the full shape of `like`, as float: for losses that take per-element weights."
     return mask.float().reshape(*mask.shape, *[1] * (like.dim() - mask.dim())).expand_as(like)
+
+# %% ../nbs/01_data.ipynb #c4b57c2a
+def item_sizes(ds, attr: str, axis: int) -> np.ndarray:
+    "Size along `axis` of every item's `x1`: `ds`'s own `attr` array (through `Subset`s and wrappers with a `.ds`), else read item by item."
+    if hasattr(ds, attr): return np.asarray(getattr(ds, attr))
+    if isinstance(ds, torch.utils.data.Subset): return item_sizes(ds.dataset, attr, axis)[np.asarray(ds.indices)]
+    if hasattr(ds, 'ds'): return item_sizes(ds.ds, attr, axis)
+    return np.array([ds[i]['x1'].shape[axis] for i in range(len(ds))])
 
 # %% ../nbs/01_data.ipynb #b7aa6d98
 class BucketBatchSampler(torch.utils.data.Sampler):

@@ -14,8 +14,8 @@ from torch.utils.data import Dataset, DataLoader, default_collate
 from safetensors import safe_open
 from safetensors.torch import save_file
 from .config import ConfigError, DataConfig
-from .data import pad_collate, BucketBatchSampler, EpochBatchSampler
-from .hooks import TaskHooks, _save
+from .data import pad_collate, BucketBatchSampler, EpochBatchSampler, item_sizes
+from .hooks import TaskHooks, save_figure
 import matplotlib.pyplot as plt
 
 # %% auto #0
@@ -349,14 +349,14 @@ class ImageFilesHooks(TaskHooks):
     def collate(self, items): return pad_collate(items, {'x1': -1}, multiple=self.multiple) if self.bucket else default_collate(items)
 
     def batch_sampler(self, ds, batch_size, seed, rank=0, world=1):
-        if self.bucket: return BucketBatchSampler(ds.lengths, batch_size, seed, rank, world)
+        if self.bucket: return BucketBatchSampler(item_sizes(ds, 'lengths', -1), batch_size, seed, rank, world)
         return EpochBatchSampler(len(ds), batch_size, seed, rank, world)
 
     def strip_batch(self, val_ds): return self.collate([val_ds[i] for i in strip_indices(val_ds, self.n_strip)])
 
     def render(self, samples, batch, path, step):
         titles = [self.classes[int(c)] for c in batch['cond']] if 'cond' in batch and self.classes else None
-        _save(image_grid([batch['x1'], samples], titles, ['REAL', 'OURS'], f'step {step}'), path)
+        save_figure(image_grid([batch['x1'], samples], titles, ['REAL', 'OURS'], f'step {step}'), path)
 
 # %% ../nbs/01b_files.ipynb #28ee8ef3
 def _write_atomic(tensors: dict, path: Path, fmt: str) -> list[Path]:

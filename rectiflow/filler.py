@@ -16,7 +16,7 @@ from diffusers import ModelMixin, ConfigMixin, UNet2DModel
 from diffusers.configuration_utils import register_to_config
 from .config import Config, ModelConfig, EvalConfig, ScheduleConfig, ConfigError
 from .data import digits_split
-from .hooks import TaskHooks
+from .hooks import TaskHooks, save_figure
 from .metrics import psnr
 
 # %% auto #0
@@ -223,10 +223,6 @@ def filler_strip(batch: dict, pred: torch.Tensor, names, threshold=DISPLAY_THRES
     fig.suptitle(title, fontsize=9)
     return fig
 
-def _save(fig, path):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches='tight'); plt.close(fig)
-
 # %% ../nbs/13_filler.ipynb #49b3d82e
 class FillerHooks(TaskHooks):
     "Strips, the validation PSNR (exact display mapping, per band then averaged) and the final figures of the filler."
@@ -247,7 +243,7 @@ class FillerHooks(TaskHooks):
     def sample(self, model, batch: dict, seed: int = 0, e: EvalConfig | None = None) -> torch.Tensor: return predict(model, batch)
 
     def render(self, samples, batch, path, step):
-        _save(filler_strip({k: v.cpu() for k, v in batch.items()}, samples, self.names, self.threshold, self.gamma, f'step {step}'), path)
+        save_figure(filler_strip({k: v.cpu() for k, v in batch.items()}, samples, self.names, self.threshold, self.gamma, f'step {step}'), path)
 
     def validation(self, model, batch: dict) -> dict: return self.figures(predict(model, batch), batch)
 

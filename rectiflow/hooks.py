@@ -16,7 +16,7 @@ from .sampling import generate
 from .metrics import reference_classifier, digit_quality, w2_exact, energy_distance
 
 # %% auto #0
-__all__ = ['TaskHooks', 'DigitsHooks', 'digit_strip', 'PointsHooks', 'hooks_for']
+__all__ = ['TaskHooks', 'save_figure', 'DigitsHooks', 'digit_strip', 'PointsHooks', 'hooks_for']
 
 # %% ../nbs/05b_hooks.ipynb #80a2c07d
 class TaskHooks:
@@ -40,7 +40,8 @@ class TaskHooks:
     def state_dict(self) -> dict: return {}
     def load_state_dict(self, state: dict): pass
 
-def _save(fig, path):
+def save_figure(fig, path):
+    "Write matplotlib `fig` to `path` (folders made as needed) and close it."
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches='tight'); plt.close(fig)
 
@@ -57,7 +58,7 @@ class DigitsHooks(TaskHooks):
     def render(self, samples, batch, path, step):
         clf = reference_classifier(self.seed)
         with torch.no_grad(): reads = clf(samples.clamp(-1, 1)).argmax(1)
-        _save(digit_strip(batch['x1'], samples, batch['cond'], reads, f'step {step}'), path)
+        save_figure(digit_strip(batch['x1'], samples, batch['cond'], reads, f'step {step}'), path)
 
     def quality(self, sample_fn) -> dict:
         cond = torch.arange(10).repeat_interleave(self.n_quality_per_class)
@@ -91,7 +92,7 @@ class PointsHooks(TaskHooks):
         fig, ax = plt.subplots(figsize=(4, 4))
         ax.scatter(*batch['x1'].T, s=2, alpha=0.5, label='real'); ax.scatter(*samples.T, s=2, alpha=0.5, label='ours')
         ax.set_aspect('equal'); ax.legend(loc='upper right', markerscale=4); ax.set_title(f'{self.name} step {step}')
-        _save(fig, path)
+        save_figure(fig, path)
 
     def quality(self, sample_fn) -> dict:
         x = sample_fn(None, self.n, 30_000 + self.seed).double()

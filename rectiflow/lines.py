@@ -17,10 +17,10 @@ from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
 from .config import Config, ConfigError, EvalConfig, FlowConfig, ModelConfig, ScheduleConfig
-from .data import digits_split, pad_collate, BucketBatchSampler
+from .data import digits_split, pad_collate, BucketBatchSampler, item_sizes
 from .losses import interpolate, target_velocity, sample_t, masked_mse
 from .sampling import integrate, cfg_combine
-from .hooks import TaskHooks
+from .hooks import TaskHooks, save_figure
 from .metrics import reference_classifier
 
 # %% auto #0
@@ -118,9 +118,8 @@ def collate_lines(items: list) -> dict:
     return pad_collate(items, pad_dims={'x1': -1, 'content': -1, **frozen}, pad_values={'x1': -1.0, 'content': NULL_CHAR})
 
 def line_widths(ds) -> np.ndarray:
-    "The width in pixels of every item of `ds` (a `LineItems`, or any dataset of line items)."
-    if hasattr(ds, 'widths'): return ds.widths.numpy()
-    return np.array([ds[i]['x1'].shape[-1] for i in range(len(ds))])
+    "The width in pixels of every item of `ds` (a `LineItems`, or any dataset of line items, through `Subset`s and wrappers)."
+    return item_sizes(ds, 'widths', -1)
 
 def line_batch_sampler(ds, batch_size: int, seed: int, rank: int = 0, world: int = 1) -> BucketBatchSampler:
     "Width-bucketed, resumable, sharded batches of line items."
@@ -302,10 +301,6 @@ def line_strip(batch: dict, samples: torch.Tensor, reads: list, title: str = '')
     fig.suptitle(title, fontsize=9); fig.tight_layout()
     return fig
 
-def _save(fig, path):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches='tight'); plt.close(fig)
-
 # %% ../nbs/15_lines.ipynb #5650c185
 class LineHooks(TaskHooks):
     "Width buckets and padding, line strips, CER and gap in every validation record, and the final legibility figures."
@@ -327,7 +322,7 @@ class LineHooks(TaskHooks):
 
     def render(self, samples, batch, path, step):
         batch = {k: v.cpu() for k, v in batch.items()}
-        _save(line_strip(batch, samples, read_lines(samples, batch['mask'], reference_classifier(self.seed)), f'step {step}'), path)
+        save_figure(line_strip(batch, samples, read_lines(samples, batch['mask'], reference_classifier(self.seed)), f'step {step}'), path)
 
     def figures(self, model, batch: dict, e: EvalConfig, cfg_scale: float | None = None, chunk: int = 128) -> dict:
         "Legibility and style following of `model`'s lines for `batch`, sampled in width-sorted chunks (each as wide as its widest line) from fixed seeds."

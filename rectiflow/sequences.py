@@ -18,18 +18,18 @@ from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
 from .config import Config, ConfigError, ModelConfig, FlowConfig, EvalConfig, ScheduleConfig
-from .data import pad_collate, mask_key, FrameBudgetSampler
+from .data import pad_collate, mask_key, FrameBudgetSampler, item_sizes
 from .losses import interpolate, target_velocity, sample_t, masked_mse
 from .sampling import integrate
 from .metrics import frechet_distance
-from .hooks import TaskHooks
+from .hooks import TaskHooks, save_figure
 
 # %% auto #0
 __all__ = ['LETTERS', 'SEQUENCE_KEYS', 'Language', 'language_tables', 'template', 'draw_text', 'align', 'speak', 'SequenceItems',
            'sequence_datasets', 'show_frames', 'sequence_collate', 'check_frame_budget', 'SequenceVelocity',
            'SequenceFlow', 'FrozenSequenceDraws', 'length_chunks', 'generate_sequences', 'fit_template', 'read_tokens',
-           'read_text', 'edit_distance', 'sequence_figures', 'sequence_strip', 'item_lengths', 'SequenceHooks',
-           'sequences_preset', 'build_sequences', 'ListBatches']
+           'read_text', 'edit_distance', 'sequence_figures', 'sequence_strip', 'SequenceHooks', 'sequences_preset',
+           'build_sequences', 'ListBatches']
 
 # %% ../nbs/16_sequences.ipynb #ebe9ca75
 @dataclass(frozen=True)
@@ -304,19 +304,7 @@ def sequence_strip(lang: Language, batch: dict, samples: torch.Tensor, title: st
     fig.suptitle(title, fontsize=9)
     return fig
 
-def _save(fig, path):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches='tight'); plt.close(fig)
-
 # %% ../nbs/16_sequences.ipynb #5551069e
-def item_lengths(ds) -> np.ndarray:
-    "Frames of every item of `ds`: a `SequenceItems`' own lengths, through `Subset`s and wrappers (a gate's frozen draws), else read item by item."
-    if hasattr(ds, 'lengths'): return np.asarray(ds.lengths)
-    if isinstance(ds, torch.utils.data.Subset): return item_lengths(ds.dataset)[np.asarray(ds.indices)]
-    if hasattr(ds, 'ds'): return item_lengths(ds.ds)
-    return np.array([len(ds[i]['x1']) for i in range(len(ds))])
-
-# %% ../nbs/16_sequences.ipynb #4a443af4
 class SequenceHooks(TaskHooks):
     "Frame-budget batches, sequence strips, validation figures read back from samples, and the final figures beside real and floor."
     def __init__(self, val_ds: SequenceItems, real_ds: SequenceItems | None = None, untrained=None, solver: str = 'euler',
@@ -327,7 +315,7 @@ class SequenceHooks(TaskHooks):
     def collate(self, items: list) -> dict: return sequence_collate(items)
 
     def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
-        lengths = item_lengths(ds)
+        lengths = item_sizes(ds, 'lengths', 0)
         check_frame_budget(lengths, batch_size)
         return FrameBudgetSampler(lengths, batch_size, seed, rank, world)
 
@@ -344,7 +332,7 @@ class SequenceHooks(TaskHooks):
         return generate_sequences(model, batch, torch.Generator().manual_seed(seed), e.solver if e else self.solver, e.nfe if e else self.nfe)
 
     def render(self, samples, batch, path, step):
-        _save(sequence_strip(self.lang, {k: v.cpu() for k, v in batch.items()}, samples.cpu(), f'step {step}'), path)
+        save_figure(sequence_strip(self.lang, {k: v.cpu() for k, v in batch.items()}, samples.cpu(), f'step {step}'), path)
 
     def validation(self, model, batch: dict) -> dict: return sequence_figures(self.lang, self.generate(model, batch), batch)
 
