@@ -9,7 +9,7 @@ ARGS   ?=
 # two cores spin-wait on each other and run an order of magnitude slower.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
 
-.PHONY: install browser train test check readme bench bench-all bench-gpu clean-runs
+.PHONY: install browser train test test-slow check readme bench bench-all bench-gpu clean-runs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ check: install
 test: check browser
 	$(TEST_ENV) $(BIN)/nbdev_test --n_workers 2
 	$(TEST_ENV) $(BIN)/pytest -q tests
+
+# The slow tests (minutes each): the full golden defaults, bit-identical to their records.
+test-slow: install
+	$(TEST_ENV) $(BIN)/pytest -q --slow -m slow tests
 
 readme: install
 	$(BIN)/python .ci/readme.py

@@ -17,3 +17,15 @@ TINY_MOONS = ['--data', 'moons', '--no-progress', '--data.n_train', '2048', '--d
 
 @pytest.fixture
 def cli(): return run_cli
+
+def pytest_addoption(parser):
+    parser.addoption('--slow', action='store_true', help='also run the slow tests (minutes each: the full golden defaults)')
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'slow: minutes-long; skipped unless pytest --slow (make test-slow)')
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption('--slow'): return
+    skip = pytest.mark.skip(reason='slow: run with pytest --slow (make test-slow)')
+    for item in items:
+        if 'slow' in item.keywords: item.add_marker(skip)
