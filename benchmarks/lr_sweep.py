@@ -11,17 +11,18 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')      # before torch is imported; t
 import argparse, json, math, platform, tempfile, time
 from pathlib import Path
 import torch
-from rectiflow.config import preset, apply_overrides
-from rectiflow.train import Trainer, NonFiniteError
+from rectiflow.config import apply_overrides
+from rectiflow.tasks import preset, task_trainer
+from rectiflow.train import NonFiniteError
 from rectiflow.lr_find import lr_find
 
 def sweep_run(lr: float, steps: int, warmup: int, seed: int) -> dict:
     "Train the digits default `steps` steps at constant `lr`; the final validation losses and the mean of the last 20% of training losses."
-    cfg = apply_overrides(preset('digits'), ['--optim.lr', str(lr), '--schedule.kind', 'constant', '--schedule.warmup_steps', str(warmup),
+    cfg = apply_overrides(preset(), ['--optim.lr', str(lr), '--schedule.kind', 'constant', '--schedule.warmup_steps', str(warmup),
                                              '--schedule.min_lr', '0', '--run.seed', str(seed)])
     with tempfile.TemporaryDirectory() as d:
         cfg.run.out = d
-        tr, losses, t0 = Trainer(cfg, progress=False), [], time.time()
+        tr, losses, t0 = task_trainer(cfg), [], time.time()
         try:
             for _, (loss, _) in zip(range(steps), tr.optimizer_steps()): losses.append(loss.item())
             val = tr.validation_loss()
@@ -46,7 +47,7 @@ def main():
     out = {'settings': {**vars(a), 'data': 'digits', 'torch': torch.__version__, 'threads': torch.get_num_threads(),
                         'machine': platform.machine(), 'cpus': os.cpu_count()}, 'seeds': []}
     for seed in seeds:
-        cfg = apply_overrides(preset('digits'), ['--run.seed', str(seed)])
+        cfg = apply_overrides(preset(), ['--run.seed', str(seed)])
         t0 = time.time()
         res = lr_find(cfg, lo=a.lo, hi=a.hi, steps=a.steps, progress=False)
         rt = {**res.summary(), 'seconds': round(time.time() - t0, 1), 'steps_taken': len(res.lrs)}

@@ -15,18 +15,16 @@ import argparse, json, statistics, tempfile, time
 import torch
 import torch.nn.functional as F
 from diffusers.training_utils import EMAModel
-from rectiflow.config import preset
-from rectiflow.data import make_datasets
 from rectiflow.losses import sample_t, interpolate, target_velocity
-from rectiflow.models import make_model
 from rectiflow.schedules import schedule_lr
+from rectiflow.tasks import preset, make_task
 from rectiflow.train import Trainer
 
 
-def bare_loop(cfg, train_ds, info):
+def bare_loop(cfg, task):
     "A step function of a plain PyTorch training loop with the trainer's model, optimizer, schedule and EMA."
     torch.manual_seed(cfg.run.seed)
-    model = make_model(cfg.model, info)
+    model, train_ds = task.make_model(), task.train_ds
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
                             weight_decay=cfg.optim.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule_lr(s, cfg.schedule, cfg.optim.lr, cfg.run.steps) / cfg.optim.lr)
@@ -39,9 +37,9 @@ def bare_loop(cfg, train_ds, info):
         if state['i'] + bs > len(x): state['perm'], state['i'] = torch.randperm(len(x)), 0
         idx = state['perm'][state['i']:state['i'] + bs]; state['i'] += bs
         x1, c = x[idx], cond[idx]
-        t = sample_t(cfg.flow, bs, gen)
+        t = sample_t(cfg.task, bs, gen)
         x0 = torch.randn(x1.shape, generator=gen)
-        drop = torch.rand(bs, generator=gen) < cfg.flow.cond_dropout
+        drop = torch.rand(bs, generator=gen) < cfg.task.cond_dropout
         v = model(interpolate(x0, x1, t), t, model.drop_cond(c, drop))
         loss = F.mse_loss(v.float(), target_velocity(x0, x1))
         loss.backward()
@@ -52,10 +50,10 @@ def bare_loop(cfg, train_ds, info):
     return step
 
 
-def trainer_loop(cfg, datasets, out):
+def trainer_loop(cfg, task, out):
     "A step function that advances a `Trainer` by one optimizer step."
     cfg.run.out = out
-    tr = Trainer(cfg, None, datasets, progress=False)
+    tr = Trainer(cfg, task, progress=False)
     steps = tr.optimizer_steps()
     return lambda: next(steps)[0]
 
@@ -68,10 +66,10 @@ def time_block(step, n: int) -> float:
 
 
 def measure(blocks: int = 30, steps: int = 10, warmup: int = 10) -> dict:
-    cfg = preset('digits')
-    datasets = make_datasets(cfg.data, cfg.run.seed)
+    cfg = preset()
+    task = make_task(cfg)
     with tempfile.TemporaryDirectory() as d:
-        loops = {'trainer': trainer_loop(cfg, datasets, f'{d}/run'), 'bare': bare_loop(cfg, datasets[0], datasets[2])}
+        loops = {'trainer': trainer_loop(cfg, task, f'{d}/run'), 'bare': bare_loop(cfg, task)}
         for step in loops.values(): time_block(step, warmup)
         times = {k: [] for k in loops}
         for b in range(blocks):

@@ -1,4 +1,4 @@
-"""Performance benchmarks (issue 8): quality at budget over seeds, samplers, data throughput, and the
+"""Performance benchmarks: quality at budget over seeds, samplers, data throughput, and the
 before/after figures of the optimisations. `run_benchmarks.py` calls these and renders the tables;
 `overhead.py` measures the trainer against a bare loop.
 """
@@ -24,7 +24,7 @@ def step_times(run_dir) -> dict:
 def quality_curve(run_result, keys) -> list[dict]:
     "Quality figures `keys` at each kept step checkpoint of a finished run and at its end (the final record)."
     from rectiflow.checkpoint import checkpoint_dirs
-    from rectiflow.train import evaluate_checkpoint
+    from rectiflow.tasks import evaluate_checkpoint
     out, times = Path(run_result['out']), step_times(run_result['out'])
     final = run_result['final']
     points = []
@@ -59,18 +59,16 @@ def quality_at_budget(run, seeds=(0, 1, 2)) -> dict:
 
 def samplers(model_dir, nfes=(4, 8, 16, 32, 100), solvers=('euler', 'heun', 'midpoint'), threads: int | None = None) -> dict:
     "Digits quality and time per sample of each solver at each NFE budget, from one trained digits-default model."
-    from rectiflow.config import load_config
-    from rectiflow.tasks import build_task
-    from rectiflow.models import UNetVelocity
+    from rectiflow.tasks import load_run
     run = Path(model_dir)
-    cfg = load_config(run / 'config.json'); p = build_task(cfg)
-    model = UNetVelocity.from_pretrained(run / 'final').eval()
+    loaded = load_run(run)
+    cfg, task, model = loaded.cfg, loaded.task, loaded.model
     rows = []
     for nfe in nfes:
         for solver in solvers:
             e = replace(cfg.eval, solver=solver, nfe=nfe)
             try:
-                t0 = time.perf_counter(); q = p['hooks'].final_quality(model, e, p['info']['shape']); dt = time.perf_counter() - t0
+                t0 = time.perf_counter(); q = task.final_quality(model, e); dt = time.perf_counter() - t0
             except ValueError as err:                        # the budget does not fit one step of this solver
                 rows.append({'solver': solver, 'nfe': nfe, 'error': str(err)}); continue
             rows.append({'solver': solver, 'nfe': nfe, 'nfe_used': q.get('nfe', nfe), 'accuracy': q['accuracy'], 'fd': q['fd'],
@@ -116,11 +114,10 @@ def write_png_folder(root: Path, n: int, size: int = 64, groups: int = 50):
 
 def data(step_ms: float | None, n_files: int = 3000) -> dict:
     "Loader throughput against what a training step consumes: the digits default (batched and one-by-one fetch), and a folder of PNG files decoded on demand (0 and 2 workers) with its resident memory over an epoch."
-    from rectiflow.config import preset, DataConfig
-    from rectiflow.data import make_datasets
-    from rectiflow.files import image_datasets, epoch_memory
-    cfg = preset('digits')
-    train, _, _ = make_datasets(cfg.data, cfg.run.seed)
+    from rectiflow.tasks import preset, make_task
+    from rectiflow.files import ImageOptions, image_datasets, epoch_memory
+    cfg = preset()
+    train = make_task(cfg).train_ds
     bs = cfg.data.batch_size
     r = {'batch_size': bs, 'consumed_items_per_s': bs / (step_ms / 1e3) if step_ms else None, 'rows': []}
     def row(what, items_per_s):
@@ -131,7 +128,7 @@ def data(step_ms: float | None, n_files: int = 3000) -> dict:
     row('digits, one by one + stack (before)', loader_throughput(OneByOne(train), bs))
     with tempfile.TemporaryDirectory() as d:
         write_png_folder(Path(d) / 'png', n_files)
-        ds = image_datasets(Path(d) / 'png', DataConfig(height=64, val_fraction=0.02))[0]['train']
+        ds = image_datasets(Path(d) / 'png', ImageOptions(height=64, val_fraction=0.02))[0]['train']
         for workers in (0, 2):
             row(f'{n_files} PNG files 64x64, decoded on demand, {workers} workers', loader_throughput(ds, 32, num_workers=workers))
         r['memory'] = epoch_memory(ds, batch_size=32)
@@ -151,10 +148,9 @@ def _time(fn, repeats: int = 30, warmup: int = 3) -> float:
 def ema_update() -> dict:
     "One EMA update of the digits default model's parameters: a Python loop over tensors against one foreach update."
     from diffusers.training_utils import EMAModel
-    from rectiflow.config import preset
-    from rectiflow.models import make_model
-    cfg = preset('digits')
-    model = make_model(cfg.model, {'n_classes': 10, 'shape': (1, 8, 8), 'name': 'digits'})
+    from rectiflow.tasks import preset, make_task
+    cfg = preset()
+    model = make_task(cfg).make_model()
     r = {}
     for foreach in (False, True):
         ema = EMAModel(model.parameters(), decay=cfg.ema.decay, foreach=foreach)
@@ -166,11 +162,10 @@ def ema_update() -> dict:
 
 def channels_last() -> dict:
     "Forward + backward of the digits default UNet on a training batch, default memory format against channels_last."
-    from rectiflow.config import preset
-    from rectiflow.models import make_model
-    cfg = preset('digits')
+    from rectiflow.tasks import preset, make_task
+    cfg = preset()
     torch.manual_seed(0)
-    model = make_model(cfg.model, {'n_classes': 10, 'shape': (1, 8, 8), 'name': 'digits'})
+    model = make_task(cfg).make_model()
     x, t, c = torch.randn(cfg.data.batch_size, 1, 8, 8), torch.rand(cfg.data.batch_size), torch.randint(0, 10, (cfg.data.batch_size,))
     def step(m, xx):
         m(xx, t, c).float().pow(2).mean().backward(); m.zero_grad(set_to_none=True)

@@ -40,11 +40,10 @@ def toys(names, steps):
 def checkpoint(repeats=5):
     "Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`)."
     import tempfile
-    from rectiflow.config import preset
-    from rectiflow.train import Trainer
+    from rectiflow.tasks import preset, task_trainer
     with tempfile.TemporaryDirectory() as d:
-        cfg = preset('digits'); cfg.run.out = f'{d}/run'
-        tr = Trainer(cfg, progress=False); tr.run_dir.mkdir(parents=True)
+        cfg = preset(); cfg.run.out = f'{d}/run'
+        tr = task_trainer(cfg); tr.run_dir.mkdir(parents=True)
         batches = tr._batches()
         for _ in range(3): tr._micro_step(next(batches)); tr.step += 1; tr.ema.step(tr.unwrapped.parameters())  # AdamW state exists
         saves, loads = [], []
@@ -57,10 +56,10 @@ def checkpoint(repeats=5):
     return r
 
 def tasks():
-    "The issue-6 workloads at their presets through the CLI (`--task NAME`)."
+    "The built-in workloads at their presets through the CLI (`--task NAME`)."
     out = {'filler': run('filler', '--task', 'filler'), 'vae': run('vae', '--task', 'vae')}
     out['latent-digits'] = run('latent-digits', '--task', 'latent-digits', '--vae', RUNS / 'vae' / 'final',
-                               '--data.latent_cache', RUNS / 'latent-cache')
+                               '--task.latent_cache', RUNS / 'latent-cache')
     out['lines'] = run('lines', '--task', 'lines')
     out['sequences'] = run('sequences', '--task', 'sequences')
     return out
@@ -79,9 +78,9 @@ class IgnoresInput(torch.nn.Module):
 
 def gates():
     "Each gate on the digits default (and the overfit gate on a model that ignores its input), in process, timed."
-    from rectiflow.config import preset
+    from rectiflow.tasks import preset
     from rectiflow.gates import run_gate
-    cfg, out = preset('digits'), {}
+    cfg, out = preset(), {}
     runs = [('data', {}), ('overfit', {}), ('overfit (input-ignoring model)', {'model': IgnoresInput((1, 8, 8))}), ('resume', {}), ('lr', {})]
     for label, kw in runs:
         r = run_gate(label.split()[0], cfg, **kw)
@@ -110,7 +109,7 @@ def pm(v, fmt='.3f') -> str:
     return f"{v[0]:{fmt}} ± {v[1]:{fmt}}"
 
 def perf_md(res) -> list[str]:
-    "The tables of the performance suite (issue 8)."
+    "The tables of the performance suite."
     lines = []
     if 'overhead' in res:
         o = res['overhead']
@@ -206,7 +205,7 @@ def results_md(res) -> str:
         for k, r in res['toys'].items():
             if k == 'meta': continue
             f, c = r['final'], r['config']
-            lines.append(f"| {c['data']['name']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
+            lines.append(f"| {c['task']['data']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
                          f"{f['energy']:.5f} | {f['energy_floor']:.5f} |")
         lines.append('')
     if 'checkpoint' in res:

@@ -79,3 +79,7 @@ class FlowMatching:
     def validation(self) -> FlowMatching:
         "The objective validation scores with: no condition dropout."
         return FlowMatching(replace(self.cfg, cond_dropout=0.0))
+
+    def unconditional(self) -> FlowMatching:
+        "The objective that scores with every condition dropped (replaced by the null class)."
+        return FlowMatching(replace(self.cfg, cond_dropout=1.0))

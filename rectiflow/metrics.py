@@ -12,7 +12,7 @@ import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from scipy import linalg
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
-from .data import digits_split
+from .embedded import digits_split
 
 # %% ../nbs/05_metrics.ipynb #2b9c3bdd
 def w2_exact(a, b):

@@ -9,7 +9,8 @@ from torch import nn
 from diffusers import ModelMixin, ConfigMixin, UNet2DModel, SD3Transformer2DModel
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
-from .config import ModelConfig, ConfigError
+from .config import ConfigError
+from .data import DataInfo
 
 # %% auto #0
 __all__ = ['MODEL_CLASSES', 'VelocityModel', 'MLPVelocity', 'UNetVelocity', 'DiTVelocity', 'make_model', 'n_params']
@@ -95,20 +96,21 @@ class DiTVelocity(VelocityModel):
 # %% ../nbs/02_models.ipynb #f2fb51b0
 MODEL_CLASSES = {'mlp': MLPVelocity, 'unet': UNetVelocity, 'dit': DiTVelocity}
 
-def make_model(cfg: ModelConfig, data_info: dict) -> VelocityModel:
-    "Build the velocity network named by `cfg.name` for data described by `data_info`."
-    n_classes, shape = data_info['n_classes'], tuple(data_info['shape'])
-    if cfg.name == 'mlp':
-        if len(shape) != 1: raise ConfigError(f"model.name mlp expects vector data; {data_info['name']} is {shape}; use unet or dit.")
-        return MLPVelocity(dim=shape[0], hidden=cfg.channels[0], layers=cfg.layers, n_classes=n_classes)
-    if len(shape) != 3: raise ConfigError(f"model.name {cfg.name} expects images; {data_info['name']} is {shape}; use mlp.")
-    if cfg.name == 'unet':
-        return UNetVelocity(sample_size=shape[-1], in_channels=shape[0], channels=tuple(cfg.channels),
-                            layers_per_block=cfg.layers, attention=cfg.attention, n_classes=n_classes)
-    if cfg.name == 'dit':
-        return DiTVelocity(sample_size=shape[-1], in_channels=shape[0], width=cfg.channels[0], layers=cfg.layers,
-                           heads=cfg.heads, n_classes=n_classes)
-    raise ConfigError(f"Unknown model {cfg.name!r}; choose one of {', '.join(MODEL_CLASSES)}.")
+def make_model(name: str, info: DataInfo, channels: tuple = (32, 64), layers: int = 1, attention: bool = False,
+               heads: int = 4) -> VelocityModel:
+    "The velocity network `name` for data described by `info`: widths `channels`, `layers` per block (or blocks)."
+    n_classes, shape = info.n_classes, tuple(info.shape)
+    if name == 'mlp':
+        if len(shape) != 1: raise ConfigError(f"Model mlp expects vector data; {info.name} is {shape}; use unet or dit.")
+        return MLPVelocity(dim=shape[0], hidden=channels[0], layers=layers, n_classes=n_classes)
+    if len(shape) != 3: raise ConfigError(f"Model {name} expects images; {info.name} is {shape}; use mlp.")
+    if name == 'unet':
+        return UNetVelocity(sample_size=shape[-1], in_channels=shape[0], channels=tuple(channels),
+                            layers_per_block=layers, attention=attention, n_classes=n_classes)
+    if name == 'dit':
+        return DiTVelocity(sample_size=shape[-1], in_channels=shape[0], width=channels[0], layers=layers,
+                           heads=heads, n_classes=n_classes)
+    raise ConfigError(f"Unknown model {name!r}; choose one of {', '.join(MODEL_CLASSES)}.")
 
 def n_params(model: nn.Module) -> int:
     "Number of trainable parameters."

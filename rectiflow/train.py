@@ -16,20 +16,18 @@ from tqdm.auto import tqdm
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from diffusers.training_utils import EMAModel
-from .config import Config, ConfigError, validate_config, config_to_dict, save_config, load_config
-from .data import make_datasets, make_loader, loader_options, fingerprint
-from .models import make_model, n_params
-from .losses import FlowMatching
-from .hooks import TaskHooks
-from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl, export_model, git_commit, library_versions,
-                                  GeneratorState, checkpoint_dirs, publish_checkpoint, check_resumable, find_resume_checkpoint)
+from .config import Config, ConfigError, validate_config, config_to_dict, save_config
+from .data import make_loader, loader_options, fingerprint, fixed_subset
+from .models import n_params
+from .task import Task, save_figure
+from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl, export_model, git_commit,
+                                  library_versions, GeneratorState, checkpoint_dirs, publish_checkpoint, check_resumable, checkpoint_weights)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
 
 # %% auto #0
-__all__ = ['NonFiniteError', 'Trainer', 'fixed_subset', 'score', 'validation_seed', 'batch_weight', 'truncate_metrics',
-           'checkpoint_weights', 'FrozenDraws', 'train', 'evaluation_target', 'checkpoint_models',
-           'evaluate_checkpoint', 'profiler_activities', 'operator_rows']
+__all__ = ['NonFiniteError', 'Trainer', 'score', 'evaluation_record', 'validation_seed', 'batch_weight', 'truncate_metrics',
+           'FrozenDraws', 'profiler_activities', 'operator_rows']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -37,18 +35,19 @@ class NonFiniteError(RuntimeError):
 
 # %% ../nbs/07_train.ipynb #e32ca4ea
 class Trainer:
-    "One training run of `cfg`: `fit()` trains, evaluates, writes the run directory and exports EMA weights."
-    def __init__(self, cfg: Config, hooks: TaskHooks | None = None, datasets=None, progress: bool = True, resume=None,
+    "One training run of `cfg`'s `task`: `fit()` trains, evaluates, writes the run directory and exports EMA weights."
+    def __init__(self, cfg: Config, task: Task, datasets=None, progress: bool = True, resume=None,
                  init_from=None, model=None, objective=None):
-        self.cfg, self.hooks, self.progress = validate_config(cfg), hooks or TaskHooks(), progress
+        self.cfg, self.task, self.progress = validate_config(cfg), task, progress
         # accelerate keeps process-wide singletons; forget the last trainer's settings (accumulation,
         # precision) so several trainers can run one after another in one notebook kernel. The process
         # group (PartialState) is kept. cpu=True on a machine without CUDA is what makes accelerate run
         # torchrun's processes as MULTI_CPU (gloo).
-        AcceleratorState._reset_state(reset_partial_state=False); GradientState._reset_state()
+        AcceleratorState._reset_state(reset_partial_state=False)
+        GradientState._reset_state()
         self.accelerator = Accelerator(mixed_precision=self._mixed_precision(), cpu=not torch.cuda.is_available(),
                                        gradient_accumulation_steps=cfg.optim.grad_accum)
-        self.train_ds, self.val_ds, self.data_info = datasets or make_datasets(cfg.data, cfg.run.seed)
+        self.train_ds, self.val_ds, self.data_info = datasets or task.data        # a gate may pass a subset, or frozen draws
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)   # refuse a bad --out before anything is built or written
         self.fingerprint = fingerprint(self.train_ds)          # None where a dataset cannot be hashed (a wrapper)
         if resume is not None: check_resumable(json.loads((Path(resume) / 'trainer_state.json').read_text()),
@@ -58,8 +57,8 @@ class Trainer:
         if resume is not None: self.load_checkpoint(resume)
         if init_from is not None: self.load_weights(init_from)
         # after any load: task state (latent statistics) restored from a checkpoint shapes what the items hold
-        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, self.hooks.collate)
-        self.strip_batch = self.hooks.strip_batch(self.val_ds)
+        self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, self.task.collate)
+        self.strip_batch = self.task.strip_batch(self.val_ds)
 
     @property
     def is_main(self): return self.accelerator.is_main_process
@@ -71,9 +70,11 @@ class Trainer:
 
     def _build(self, model=None, objective=None):
         cfg, acc = self.cfg, self.accelerator
-        if torch.cuda.is_available(): torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True
+        if torch.cuda.is_available():
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         torch.manual_seed(cfg.run.seed)                   # model initialisation
-        model = model if model is not None else make_model(cfg.model, self.data_info)
+        model = model if model is not None else self.task.make_model()
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
                                 weight_decay=cfg.optim.weight_decay, fused=acc.device.type == 'cuda')
         self.rules = EvalRules.from_config(cfg)                     # best, plateau scale, abort / frozen status
@@ -81,12 +82,12 @@ class Trainer:
         sched = make_scheduler(opt, lambda s: self.lr_at(s), cfg.optim.lr, acc.num_processes)
         data_seed, flow_seed = self._stream_seeds()
         # the task's batch sampler checks that a global batch fits; it shards, so the loader is not prepared
-        self.sampler = self.hooks.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index, acc.num_processes)
-        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.hooks.collate, **loader_options(cfg.data))
+        self.sampler = self.task.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index, acc.num_processes)
+        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.task.collate, **loader_options(cfg.data))
         self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
         self.ema = EMAModel(self.unwrapped.parameters(), decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
                             inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
-        self.objective = objective or FlowMatching(cfg.flow)
+        self.objective = objective or self.task.make_objective()
         self.val_objective = self.objective.validation()
         self.generator = torch.Generator().manual_seed(flow_seed)   # flow t, noise and dropout draws
         acc.register_for_checkpointing(self.ema, GeneratorState(self.generator))
@@ -125,54 +126,55 @@ class Trainer:
         return int(data.generate_state(1)[0]), int(flow.generate_state(1)[0])
 
 # %% ../nbs/07_train.ipynb #4a52d679
-def fixed_subset(ds, n: int, collate=torch.utils.data.default_collate) -> dict:
-    "`n` items evenly spaced over `ds` (all if fewer), collated into one batch: the same items every time."
-    n = min(n, len(ds))
-    idx = torch.linspace(0, len(ds) - 1, n).round().long().tolist()
-    return collate([ds[i] for i in idx])
-
 @torch.no_grad()
-def score(model, objective, batch: dict, seed: int, device='cpu', drop_cond: bool = False, autocast=nullcontext,
-          batch_size: int = 256) -> float:
-    "Mean `objective` loss of `model` on `batch` (over its target elements: chunks weighted by `batch_weight`) at draws from a generator seeded `seed`; `drop_cond`: null condition for all."
+def score(model, objective, batch: dict, seed: int, device='cpu', autocast=nullcontext, batch_size: int = 256) -> float:
+    "Mean `objective` loss of `model` on `batch` at draws from a generator seeded `seed`, over its target elements."
     g = torch.Generator().manual_seed(seed)
     n, total, weight = len(batch['x1']), 0.0, 0.0
-    was_training = model.training; model.eval()
+    was_training = model.training
+    model.eval()
     try:
         for i in range(0, n, batch_size):
             b = {k: v[i:i + batch_size].to(device) for k, v in batch.items()}
-            if drop_cond: b['cond'] = model.drop_cond(b['cond'], torch.ones(len(b['cond']), dtype=torch.bool))
             with autocast(): loss, _ = objective.loss(model, b, g)
-            w = batch_weight(b); total += loss.item() * w; weight += w
+            w = batch_weight(b)             # chunks weighted by their target elements
+            total += loss.item() * w
+            weight += w
     finally: model.train(was_training)
     return total / weight
+
+def evaluation_record(task: Task, objective, batch: dict, seed: int, raw=None, ema=None, device='cpu', autocast=nullcontext) -> dict:
+    "Validation figures: the raw weights' loss, the EMA weights' (in context manager `ema`), unconditioned and the gap, the task's."
+    val, uncond = objective.validation(), task.unconditional(objective)
+    rec = {} if raw is None else {'val_loss': score(raw, val, batch, seed, device, autocast)}
+    with ema as m:
+        rec['val_loss_ema'] = score(m, val, batch, seed, device, autocast)
+        if uncond is not None: rec['val_loss_ema_uncond'] = score(m, uncond, batch, seed, device, autocast)
+        rec.update(task.validation(m, {k: v.to(device) for k, v in batch.items()}))
+    if uncond is not None: rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
+    return rec
 
 def validation_seed(cfg: Config) -> int: return 10_000 + cfg.run.seed
 
 @patch
-def validation_loss(self: Trainer, model=None, drop_cond: bool = False) -> float:
+def validation_loss(self: Trainer, model=None) -> float:
     "Mean validation loss of `model` (default: raw weights) on the fixed subset, at fixed t and noise."
     return score(model or self.unwrapped, self.val_objective, self.val_batch, validation_seed(self.cfg), self.accelerator.device,
-                 drop_cond, self.accelerator.autocast)
+                 self.accelerator.autocast)
 
 @patch
 def evaluate(self: Trainer) -> dict:
     "Validation figures of the current weights: raw and EMA loss, the EMA loss without the condition and the gap, the task's own."
-    conditioned = 'cond' in self.val_batch and hasattr(self.unwrapped, 'drop_cond')
-    rec = {'val_loss': self.validation_loss()}
-    with self.ema_weights() as m:
-        rec['val_loss_ema'] = self.validation_loss(m)
-        if conditioned: rec['val_loss_ema_uncond'] = self.validation_loss(m, drop_cond=True)
-        rec.update(self.hooks.validation(m, {k: v.to(self.accelerator.device) for k, v in self.val_batch.items()}))
-    if conditioned: rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
-    return rec
+    return evaluation_record(self.task, self.objective, self.val_batch, validation_seed(self.cfg), self.unwrapped, self.ema_weights(),
+                             self.accelerator.device, self.accelerator.autocast)
 
 @patch
 @contextmanager
 def ema_weights(self: Trainer):
     "Swap the EMA weights into the model for the `with` block, then restore the raw ones."
     params = list(self.unwrapped.parameters())
-    self.ema.store(params); self.ema.copy_to(params)
+    self.ema.store(params)
+    self.ema.copy_to(params)
     try: yield self.unwrapped
     finally: self.ema.restore(params)
 
@@ -183,7 +185,9 @@ def log_record(self: Trainer, record: dict):
     record = {'step': self.step, 'time': round(time.time() - self.t_start, 3), **record}
     self.history.append(record)
     if self.is_main:
-        with open(self.run_dir / 'metrics.jsonl', 'a') as f: f.write(json.dumps(record) + '\n'); f.flush()
+        with open(self.run_dir / 'metrics.jsonl', 'a') as f:
+            f.write(json.dumps(record) + '\n')
+            f.flush()
         self.tracker.log(record)
     return record
 
@@ -192,9 +196,9 @@ def _write_run_info(self: Trainer, status: str, **extra):
     if not self.is_main: return
     acc = self.accelerator
     write_json_atomic(self.run_dir / 'run_info.json', {
-        'status': status, 'versions': library_versions(), 'git_commit': git_commit(),
+        'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
         'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
-        'data': {k: list(v) if isinstance(v, tuple) else v for k, v in self.data_info.items()},
+        'data': self.data_info.to_dict(),
         'n_params': n_params(self.unwrapped), 'init_from': str(self.init_from) if self.init_from else None, **extra})
 
 # %% ../nbs/07_train.ipynb #aad37ee1
@@ -219,7 +223,9 @@ def _micro_step(self: Trainer, batch: dict, share: float | None = None):
             # the last good ones; a non-finite loss anywhere in the step (any process: the all-reduce spreads it)
             # makes the gradient norm non-finite, so every process stops here at the same step
             if not torch.isfinite(grad_norm): raise NonFiniteError(self._non_finite_reason(loss))
-        self.optimizer.step(); self.scheduler.step(); self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
     return loss.detach(), grad_norm
 
 @patch
@@ -305,11 +311,16 @@ def _on_rule_event(self: Trainer, event: str, value: float):
         tqdm.write(f"{event}: {metric} {value:.4f} vs best {r.best:.4f} at step {r.best_step}; best/ holds that model")
 
 @patch
+def export_info(self: Trainer, **extra) -> dict:
+    "What an export of this run says of itself: the step, the task and its state, the data, the whole config, and `extra`."
+    return {'step': self.step, **extra, 'task': self.cfg.run.task, 'task_state': self.task.state_dict(),
+            'data': self.data_info.to_dict(), 'config': config_to_dict(self.cfg)}
+
+@patch
 def _save_best(self: Trainer, value: float):
     "Export the EMA weights to best/ (atomically, on rank 0) as the new best by `eval.metric`."
     if self.is_main:
-        with self.ema_weights() as m:
-            export_model(m, self.run_dir, 'best', {'step': self.step, self.cfg.eval.metric: value, 'task': self.hooks.state_dict()})
+        with self.ema_weights() as m: export_model(m, self.run_dir, 'best', self.export_info(**{self.cfg.eval.metric: value}))
     self.accelerator.wait_for_everyone()
 
 @patch
@@ -317,9 +328,9 @@ def _maybe_sample(self: Trainer, force: bool = False):
     if self.strip_batch is None or not (force or self.step % self.cfg.eval.sample_every == 0): return
     if self.is_main:
         b = self.strip_batch
-        with self.ema_weights() as m: x = self.hooks.sample(m, b, 20_000 + self.cfg.run.seed, self.cfg.eval)
-        path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'; path.parent.mkdir(exist_ok=True)
-        self.hooks.render(x, b, path, self.step)
+        with self.ema_weights() as m: x = self.task.sample(m, b, 20_000 + self.cfg.run.seed)
+        fig = self.task.strip_figure(x, b, f'step {self.step}')
+        if fig is not None: save_figure(fig, self.run_dir / 'samples' / f'step_{self.step:06d}.png')
     self.accelerator.wait_for_everyone()
 
 @patch
@@ -363,13 +374,19 @@ def fit(self: Trainer) -> dict:
                                f"grad {rec['grad_norm'] or 0:.3f}  {rec['items_per_s']:.0f} items/s")
                 self.pending_losses, t_last, items0 = [], time.time(), self.items_done
             bar.update(1)
-            if self.step < self.end_step: self._maybe_eval(); self._maybe_sample(); self._maybe_checkpoint()
+            if self.step < self.end_step:
+                self._maybe_eval()
+                self._maybe_sample()
+                self._maybe_checkpoint()
             if self.step >= self.end_step or self.rules.status != 'running': break
-            if self._stop_requested(): bar.close(); return self._stop()
+            if self._stop_requested():
+                bar.close()
+                return self._stop()
         bar.close()
         return self._abort() if self.rules.status == 'aborted' else self._finish()
     except BaseException as e:
-        self._write_run_info('failed', reason=f'{type(e).__name__}: {e}'); raise
+        self._write_run_info('failed', reason=f'{type(e).__name__}: {e}')
+        raise
     finally:
         for sig, h in handlers.items(): signal.signal(sig, h)
         self.tracker.close()
@@ -412,14 +429,15 @@ def _finish(self: Trainer) -> dict:
     train_seconds = time.time() - self.t_start
     self._maybe_eval(force=True)
     if self.rules.status == 'aborted': return self._abort()
-    self._maybe_sample(force=True); self.save_checkpoint()
+    self._maybe_sample(force=True)
+    self.save_checkpoint()
     status = self.rules.status if self.rules.status == 'frozen' else 'max_steps' if self.step < self.cfg.run.steps else 'completed'
     final = {'kind': 'final', 'status': status, 'train_seconds': round(train_seconds, 1)}
     if self.is_main:
         t0 = time.time()
         with self.ema_weights() as m:
-            export_model(m, self.run_dir, 'final', {'step': self.step, 'task': self.hooks.state_dict()})
-            final.update(self.hooks.final_quality(m, self.cfg.eval, self.data_info.get('shape')))
+            export_model(m, self.run_dir, 'final', self.export_info())
+            final.update(self.task.final_quality(m))
         final['quality_seconds'] = round(time.time() - t0, 1)
         final['val_loss_ema'] = next(r['val_loss_ema'] for r in reversed(self.history) if r.get('kind') == 'val')
     final = self.log_record(final)
@@ -446,7 +464,7 @@ def save_checkpoint(self: Trainer) -> Path:
     self.accelerator.wait_for_everyone()
     if self.is_main:
         write_json_atomic(tmp / 'trainer_state.json', {'step': self.step, 'data_pos': self.data_pos, 'fingerprint': self.fingerprint, 'best': self.best,
-                          'rules': self.rules.state_dict(), 'last_eval_step': self.last_eval_step, 'task': self.hooks.state_dict(),
+                          'rules': self.rules.state_dict(), 'last_eval_step': self.last_eval_step, 'task_state': self.task.state_dict(),
                           'pending_losses': [l.item() for l in self.pending_losses], 'git_commit': git_commit(),
                           'versions': library_versions(),
                           'num_processes': self.accelerator.num_processes, 'config': config_to_dict(self.cfg)})
@@ -463,27 +481,28 @@ def load_checkpoint(self: Trainer, path):
     self.accelerator.load_state(path)
     self.ema.to(self.accelerator.device)
     self.step, self.data_pos, self.last_eval_step = state['step'], list(state['data_pos']), state.get('last_eval_step')
-    self.rules.load_state_dict(state['rules']); self.hooks.load_state_dict(state.get('task', {}))
+    self.rules.load_state_dict(state['rules'])
+    self.task.load_state_dict(state.get('task_state', {}))
     if self.rules.status != 'running': self.rules.status, self.rules.since_best, self.rules.worse_streak = 'running', 0, 0  # another chance
     self.pending_losses = [torch.tensor(l, dtype=torch.float32) for l in state.get('pending_losses', [])]
-
-def checkpoint_weights(path) -> tuple[dict, dict]:
-    "The raw weights and the EMA's state saved in the step checkpoint at `path`."
-    from safetensors.torch import load_file
-    path = Path(path)
-    return load_file(str(path / 'model.safetensors')), torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False)  # registered first: the EMA
 
 @patch
 def load_weights(self: Trainer, path):
     "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
     path = Path(path)
     state = json.loads((path / 'trainer_state.json').read_text())
-    if state['config']['model'] != config_to_dict(self.cfg)['model']:
-        raise ConfigError(f"--init-from {path}: its model config {state['config']['model']} differs from this run's.")
+    was, now = state['config'].get('task') or {}, config_to_dict(self.cfg).get('task') or {}
+    changed = [k for k in self.task.model_options if was.get(k) != now.get(k)]
+    if changed:
+        raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was {was.get(changed[0])!r}, "
+                          f"this run has {now.get(changed[0])!r}.")
     weights, ema = checkpoint_weights(path)
-    self.unwrapped.load_state_dict(weights); self.ema.load_state_dict(ema)
+    try: self.unwrapped.load_state_dict(weights)
+    except RuntimeError as e:
+        raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({str(e).splitlines()[0]}).") from None
+    self.ema.load_state_dict(ema)
     self.ema.to(self.accelerator.device)
-    self.hooks.load_state_dict(state.get('task', {}))                        # e.g. latent statistics: inherited, not recomputed
+    self.task.load_state_dict(state.get('task_state', {}))                  # e.g. latent statistics: inherited, not recomputed
 
 @patch
 def _maybe_checkpoint(self: Trainer):
@@ -499,64 +518,6 @@ class FrozenDraws(torch.utils.data.Dataset):
         item = self.ds[i]
         g = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0]))
         return {**item, 't': torch.rand((), generator=g), 'x0': torch.randn(item['x1'].shape, generator=g)}
-
-# %% ../nbs/07_train.ipynb #a024e991
-def train(cfg: Config, progress: bool = True, resume=None, init_from=None) -> dict:
-    "Train `cfg` (continuing checkpoint `resume`, or starting from the weights of `init_from`): its task's parts, a trainer, a fit (or, with `run.profile_steps`, a profile)."
-    from rectiflow.tasks import build_task     # here, not at the top: task chapters build on this one
-    p = build_task(cfg)
-    tr = Trainer(cfg, p['hooks'], (p['train_ds'], p['val_ds'], p['info']), progress, resume, init_from, p['model'], p['objective'])
-    if cfg.run.profile_steps: return {'kind': 'profile', 'steps': cfg.run.profile_steps, 'dir': str(tr.profile(cfg.run.profile_steps))}
-    return tr.fit()
-
-# %% ../nbs/07_train.ipynb #7b15b4be
-def evaluation_target(path) -> tuple[Path, Path]:
-    "`(checkpoint, run_dir)` for `path`: a step checkpoint, an export (best/, final/), or a run directory (its best/)."
-    from rectiflow.checkpoint import is_run_dir
-    path = Path(path)
-    if (path / 'trainer_state.json').is_file(): return path, path.parent.parent
-    if (path / 'diffusion_pytorch_model.safetensors').is_file(): return path, path.parent
-    if is_run_dir(path):
-        for name in ('best', 'final'):
-            if (path / name).is_dir(): return path / name, path
-        return find_resume_checkpoint(path), path
-    raise ConfigError(f"{path} is not a checkpoint, a best/ or final/ export, or a run directory.")
-
-def checkpoint_models(path, template) -> dict:
-    "The models saved at `path` in the architecture of `template`: {'raw', 'ema'} from a step checkpoint, {'ema'} from an export."
-    path = Path(path)
-    if not (path / 'trainer_state.json').is_file(): return {'ema': type(template).from_pretrained(path).eval()}
-    raw, ema = copy.deepcopy(template), copy.deepcopy(template)
-    weights, ema_state = checkpoint_weights(path)
-    raw.load_state_dict(weights); ema.load_state_dict(weights)
-    shadow = EMAModel(ema.parameters()); shadow.load_state_dict(ema_state); shadow.copy_to(ema.parameters())
-    return {'raw': raw.eval(), 'ema': ema.eval()}
-
-def _checkpoint_info(path: Path) -> dict:
-    for name in ('trainer_state.json', 'info.json'):
-        if (path / name).is_file(): return json.loads((path / name).read_text())
-    return {}
-
-def evaluate_checkpoint(path, quality: bool = False) -> dict:
-    "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the hooks' quality figures)."
-    from rectiflow.tasks import build_task
-    ckpt, run_dir = evaluation_target(path)
-    cfg = load_config(run_dir / 'config.json')
-    p, saved = build_task(cfg), _checkpoint_info(ckpt)
-    hooks, info = p['hooks'], p['info']
-    hooks.load_state_dict(saved.get('task', {}))
-    models = checkpoint_models(ckpt, p['model'] if p['model'] is not None else make_model(cfg.model, info))
-    objective = (p['objective'] or FlowMatching(cfg.flow)).validation()
-    batch, seed, ema = fixed_subset(p['val_ds'], cfg.eval.val_items, hooks.collate), validation_seed(cfg), models['ema']
-    rec = {'checkpoint': str(ckpt), 'step': saved.get('step')}
-    if 'raw' in models: rec['val_loss'] = score(models['raw'], objective, batch, seed)
-    rec['val_loss_ema'] = score(ema, objective, batch, seed)
-    if 'cond' in batch and hasattr(ema, 'drop_cond'):
-        rec['val_loss_ema_uncond'] = score(ema, objective, batch, seed, drop_cond=True)
-        rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
-    rec.update(hooks.validation(ema, batch))
-    if quality: rec.update(hooks.final_quality(ema, cfg.eval, info.get('shape')))
-    return rec
 
 # %% ../nbs/07_train.ipynb #b7437a40
 def profiler_activities() -> list:

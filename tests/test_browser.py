@@ -16,7 +16,7 @@ WAIT_S = 120  # every single wait; headless Chromium and a cold kernel on two sh
 # `rectiflow.widgets`, each shown with something to show (a compare pane, gate results, a range test).
 CELLS = [
     'from rectiflow.widgets import LossCurves, SampleGrid, GateBoard, RunComparison, LRFinder\n'
-    'from rectiflow.config import load_config',
+    'from rectiflow.tasks import load_config',
     'LossCurves("run", "run_b")',
     'grid = SampleGrid("run"); grid.compare.value = True; grid',
     'board = GateBoard("run"); board.run("data"); board.run("overfit"); board',
@@ -56,8 +56,8 @@ def lab(tmp_path):
     pytest.importorskip('playwright', reason='Playwright is missing: pip install -e ".[dev]"')
     for name, lr in (('run', '1e-3'), ('run_b', '3e-3')):
         p = run_cli('train', '--data', 'moons', '--steps', '30', '--out', tmp_path / name, '--no-progress', '--optim.lr', lr,
-                    '--data.n_train', '2048', '--data.batch_size', '128', '--eval.every', '10', '--eval.n_samples', '300',
-                    '--eval.sample_every', '10', '--run.log_every', '10', '--model.channels', '64')
+                    '--task.n_train', '2048', '--data.batch_size', '128', '--eval.every', '10', '--eval.n_samples', '300',
+                    '--eval.sample_every', '10', '--run.log_every', '10', '--task.channels', '64')
         assert p.returncode == 0, p.stderr
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in CELLS])
     nb.metadata.kernelspec = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}

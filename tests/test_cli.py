@@ -12,7 +12,7 @@ def test_train_then_sample_writes_a_complete_run(tmp_path):
     p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run)
     assert p.returncode == 0, p.stderr
     assert 'W2' in p.stdout and 'noise floor' in p.stdout
-    for f in ('config.json', 'run_info.json', 'metrics.jsonl', 'final/config.json', 'final/diffusion_pytorch_model.safetensors',
+    for f in ('config.json', 'run_info.json', 'metrics.jsonl', 'final/model/config.json', 'final/model/diffusion_pytorch_model.safetensors',
               'samples/step_000020.png', 'samples/step_000040.png'):
         assert (run / f).exists(), f
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
@@ -36,7 +36,7 @@ def _bad_cases(tmp):
         'zero steps': (['--steps', '0'], 'run.steps must be positive'),
         'negative steps': (['--steps', '-5'], 'run.steps must be positive'),
         'zero batch': (['--data.batch_size', '0'], 'data.batch_size must be positive'),
-        'batch larger than data': (['--data', 'moons', '--data.n_train', '100', '--data.batch_size', '128'], 'exceeds the training set'),
+        'batch larger than data': (['--data', 'moons', '--task.n_train', '100', '--data.batch_size', '128'], 'exceeds the training set'),
         'digits batch larger than data': (['--data.batch_size', '5000'], 'exceeds the training set of 1437'),
         'unwritable out': (['--out', '/proc/rectiflow-run'], 'not writable'),
         'out under a file': (['--out', afile / 'run'], 'not writable'),

@@ -78,7 +78,7 @@ def test_a_run_the_abort_rule_stops_exits_4(tmp_path):
 
 def test_lr_find_command_suggests_and_records(tmp_path):
     run = tmp_path / 'run'
-    p = run_cli('lr-find', '--data', 'moons', '--out', run, '--no-progress', '--data.n_train', '2048', '--data.batch_size', '128',
+    p = run_cli('lr-find', '--data', 'moons', '--out', run, '--no-progress', '--task.n_train', '2048', '--data.batch_size', '128',
                 '--lo', '1e-5', '--range-steps', '60')
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith('Suggested lr') and (run / 'lr_find.png').stat().st_size > 1000
@@ -91,13 +91,13 @@ def test_lr_find_command_suggests_and_records(tmp_path):
 
 def test_lr_find_command_fails_with_exit_1_on_a_range_without_descent(tmp_path):
     p = run_cli('lr-find', '--data', 'moons', '--out', tmp_path / 'run', '--no-progress', '--lo', '1e-9', '--hi', '1e-8',
-                '--range-steps', '20', '--data.n_train', '2048', '--data.batch_size', '128')
+                '--range-steps', '20', '--task.n_train', '2048', '--data.batch_size', '128')
     assert p.returncode == 1 and 'No descending band' in p.stdout, (p.stdout, p.stderr)
 
 def test_lr_gate_passes_on_a_learnable_range_and_fails_on_a_dead_one():
-    from rectiflow.config import preset
+    from rectiflow.tasks import preset
     from rectiflow.gates import lr_gate
-    cfg = preset('moons'); cfg.data.n_train, cfg.data.batch_size = 2048, 128
+    cfg = preset(data='moons'); cfg.task.n_train, cfg.data.batch_size = 2048, 128
     r = lr_gate(cfg, lo=1e-5, hi=1.0, steps=60)
     assert r.passed and 1e-4 < r.figures['suggestion'] < 1.0, r
     r = lr_gate(cfg, lo=1e-9, hi=1e-8, steps=20)

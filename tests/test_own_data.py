@@ -7,20 +7,24 @@ import torch
 from PIL import Image
 from conftest import run_cli
 
-from rectiflow.config import DataConfig, load_config
-from rectiflow.data import make_datasets
-from rectiflow.files import digits_image_folder
+from rectiflow.files import ImageOptions, digits_image_folder
+from rectiflow.tasks import load_config, make_task, preset
 
 # A few dozen steps of a small UNet: these tests check the plumbing, not the quality.
-TINY = ['--no-progress', '--steps', '24', '--data.batch_size', '32', '--model.channels', '16,32', '--run.log_every', '8',
+TINY = ['--no-progress', '--steps', '24', '--data.batch_size', '32', '--task.channels', '16,32', '--run.log_every', '8',
         '--eval.every', '12', '--eval.sample_every', '24', '--eval.val_items', '64', '--eval.n_samples', '20']
 
 def run_info(run): return json.loads((Path(run) / 'run_info.json').read_text())
 
+def flow_data(path, **options):
+    "The flow task's (train, val, info) for the data at `path` with task `options`."
+    cfg = preset(data=str(path))
+    for k, v in options.items(): setattr(cfg.task, k, v)
+    return make_task(cfg).data
+
 def split_groups(run):
     "The groups of each split of a finished run, rebuilt from its saved config."
-    cfg = load_config(Path(run) / 'config.json')
-    tr, va, _ = make_datasets(cfg.data, cfg.run.seed)
+    tr, va, _ = make_task(load_config(Path(run) / 'config.json')).data
     return tr.group_set, va.group_set
 
 @pytest.fixture(scope='module')
@@ -32,7 +36,7 @@ def _trains_group_disjoint(data, tmp, *extra):
     run = tmp / 'run'
     p = run_cli('train', '--data', data, *TINY, '--out', run, *extra)
     assert p.returncode == 0, p.stderr
-    assert (run / 'final' / 'diffusion_pytorch_model.safetensors').exists()
+    assert (run / 'final' / 'model' / 'diffusion_pytorch_model.safetensors').exists()
     d = run_info(run)['data']
     assert d['kind'] == 'image' and d['n_classes'] == 10 and d['shape'] == [1, 8, 8]
     assert d['group_leaks'] == {} and d['groups']['train'] >= 6 and d['groups']['val'] >= 1
@@ -47,7 +51,7 @@ def test_image_folder_trains_from_the_cli_with_a_group_disjoint_split(digits_dir
     # no manifest: labels from the class folders, groups from the file names
     plain = tmp_path / 'plain'; plain.mkdir()
     for p in digits_dir.rglob('*.png'): (plain / p.parent.name).mkdir(exist_ok=True); (plain / p.parent.name / p.name).write_bytes(p.read_bytes())
-    _trains_group_disjoint(plain, tmp_path, '--data.group_pattern', r'/(w\d+)_')
+    _trains_group_disjoint(plain, tmp_path, '--task.group_pattern', r'/(w\d+)_')
 
 def test_manifest_trains_from_the_cli_with_a_group_disjoint_split(digits_dir, tmp_path):
     _trains_group_disjoint(digits_dir / 'manifest.jsonl', tmp_path)
@@ -83,14 +87,14 @@ def test_encode_with_a_saved_autoencoderkl_then_train_on_the_shards_and_decode(d
     p = run_cli('sample', run, '--n', '20')
     assert p.returncode == 0, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
-    from rectiflow.checkpoint import load_run
-    from rectiflow.files import ShardDecoder
+    from rectiflow.tasks import load_run
+    from rectiflow.vae import ShardDecoder
     z = load_run(run).sample(cond=torch.arange(10), seed=0)
     assert z.shape == (10, 4, 4, 4)
     x = ShardDecoder(shards)(z)
     assert x.shape == (10, 1, 8, 8) and torch.isfinite(x).all() and x.abs().max() <= 1
 
-# ---- bad data: one line naming the file (exit 2), or skipped and counted with --data.skip_bad true ----
+# ---- bad data: one line naming the file (exit 2), or skipped and counted with --task.skip_bad true ----
 
 def _good(tmp, n=40):
     for i in range(n): Image.fromarray(np.full((8, 8), (6 * i) % 256, np.uint8), mode='L').save(tmp / f'ok{i:02d}.png')
@@ -119,18 +123,18 @@ def test_bad_data_is_one_line_exit_2_naming_the_file(tmp_path, case):
     p = run_cli('train', '--data', _data_path(d), *TINY, '--out', tmp_path / 'run')
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and '--data.skip_bad true' in lines[0], p.stderr
+    assert len(lines) == 1 and message in lines[0] and '--task.skip_bad true' in lines[0], p.stderr
     assert not (tmp_path / 'run').exists()
     # ... and skipped and counted when asked
-    tr, va, info = make_datasets(DataConfig(name=str(_data_path(d)), skip_bad=True))
-    assert info['skipped']['count'] == 1 and message.split(':')[0].split('/')[-1] in info['skipped']['first'][0]
+    tr, va, info = flow_data(_data_path(d), skip_bad=True)
+    assert info.skipped['count'] == 1 and message.split(':')[0].split('/')[-1] in info.skipped['first'][0]
     assert len(tr) + len(va) == 40                             # every good item kept
 
 def test_skipped_bad_items_are_counted_in_the_run_records(tmp_path):
     d = tmp_path / 'data'; d.mkdir(); _good(d, 80)
     for case in ('corrupt image', 'truncated image', 'wrong mode'): BAD[case][0](d)
     run = tmp_path / 'run'
-    p = run_cli('train', '--data', d, *TINY, '--out', run, '--data.skip_bad', 'true')
+    p = run_cli('train', '--data', d, *TINY, '--out', run, '--task.skip_bad', 'true')
     assert p.returncode == 0, p.stderr
     skipped = run_info(run)['data']['skipped']
     assert skipped['count'] == 3 and any('bad.png' in s for s in skipped['first'])
@@ -142,19 +146,19 @@ def test_an_empty_folder_is_one_line_exit_2(tmp_path):
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and 'holds no images' in p.stderr
 
 def test_a_latent_shard_of_the_wrong_shape_is_one_line_exit_2_or_skipped(digits_dir, tmp_path):
-    from rectiflow.files import encode_shards
+    from rectiflow.vae import encode_shards
     from diffusers import AutoencoderKL
     torch.manual_seed(0)
     vae = AutoencoderKL(in_channels=1, out_channels=1, down_block_types=('DownEncoderBlock2D',) * 2, up_block_types=('UpDecoderBlock2D',) * 2,
                         block_out_channels=(16, 32), layers_per_block=1, latent_channels=4, norm_num_groups=16, sample_size=8)
     shards = tmp_path / 'latents'
-    encode_shards(DataConfig(name=str(digits_dir)), vae, shards, shard_items=64, fmt='npy')
+    encode_shards(digits_dir, vae, shards, shard_items=64, fmt='npy')
     np.save(shards / 'train-00001.latents.npy', np.zeros((64, 4, 2, 2), np.float32))
     p = run_cli('train', '--data', shards, *TINY, '--out', tmp_path / 'run')
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert 'train-00001.latents.npy: latents of shape [64, 4, 2, 2], the manifest says [64, 4, 4, 4]' in p.stderr
-    tr, _, info = make_datasets(DataConfig(name=str(shards), skip_bad=True))
-    assert info['skipped']['count'] == 1 and len(tr) == info['splits']['train']
+    tr, _, info = flow_data(shards, skip_bad=True)
+    assert info.skipped['count'] == 1 and len(tr) == info.splits['train']
 
 def test_an_unknown_data_path_is_one_line_exit_2(tmp_path):
     p = run_cli('train', '--data', tmp_path / 'nowhere', '--out', tmp_path / 'run')
@@ -166,14 +170,13 @@ MEMORY_SCRIPT = '''
 import json, sys, numpy as np
 from pathlib import Path
 from PIL import Image
-from rectiflow.config import DataConfig
-from rectiflow.files import image_datasets, epoch_memory
+from rectiflow.files import ImageOptions, image_datasets, epoch_memory
 root, n, size = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)
 for i in range(n):
     (root / f"g{i % 50:02d}").mkdir(parents=True, exist_ok=True)
     Image.fromarray(rng.integers(0, 256, (size, size), dtype=np.uint8), mode="L").save(root / f"g{i % 50:02d}" / f"{i:05d}.png", compress_level=1)
-ds, info, _ = image_datasets(root, DataConfig(height=size, val_fraction=0.02))
+ds, info, _ = image_datasets(root, ImageOptions(height=size, val_fraction=0.02))
 print(json.dumps(epoch_memory(ds["train"], batch_size=32)))
 '''
 

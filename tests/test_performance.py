@@ -1,4 +1,4 @@
-"Issue 8's code paths that are not timings: the GPU benchmark's smoke size and profile mode."
+"The performance code paths that are not timings: the GPU benchmark's smoke size and profile mode."
 import json, math, os, subprocess, sys
 from pathlib import Path
 

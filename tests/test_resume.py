@@ -9,7 +9,7 @@ RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.e
 
 def final_tensors(run):
     ckpt = sorted((run / 'checkpoints').glob('step_*'))[-1]
-    return load_file(str(run / 'final' / 'diffusion_pytorch_model.safetensors')), load_file(str(ckpt / 'model.safetensors'))
+    return load_file(str(run / 'final' / 'model' / 'diffusion_pytorch_model.safetensors')), load_file(str(ckpt / 'model.safetensors'))
 
 def comparable(run):
     drop = ('time', 'items_per_s', 'train_seconds', 'quality_seconds')
@@ -40,7 +40,7 @@ def short_run(tmp_path_factory):
     return run
 
 @pytest.mark.parametrize('args,message', [
-    (['--model.channels', '32'], 'Cannot resume: model.channels was'),
+    (['--task.channels', '32'], 'Cannot resume: task.channels was'),
     (['--optim.lr', '0.5'], 'Cannot resume: optim.lr was'),
     (['--overwrite'], '--resume continues a run and --overwrite replaces it'),
 ])
@@ -94,7 +94,7 @@ def test_nan_fails_nonzero_and_keeps_the_last_good_checkpoint(tmp_path):
     assert last.name == 'step_000100'
     weights = load_file(str(last / 'model.safetensors'))
     assert all(torch.isfinite(w).all() for w in weights.values())
-    assert (run / 'best' / 'diffusion_pytorch_model.safetensors').exists()
+    assert (run / 'best' / 'model' / 'diffusion_pytorch_model.safetensors').exists()
 
 def test_heartbeat_is_written_at_log_steps(tmp_path):
     run = tmp_path / 'run'
@@ -146,5 +146,5 @@ def test_init_from_starts_a_new_run_from_trained_weights(tmp_path):
     assert first_val(b)['step'] == 0                                     # a new run: step, schedule and log start afresh
     assert first_val(b)['val_loss'] < 0.9 * first_val(fresh)['val_loss']  # but from the trained weights
     assert json.loads((b / 'run_info.json').read_text())['init_from'].endswith('step_000060')
-    p = run_cli('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--model.channels', '64')
+    p = run_cli('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--task.channels', '64')
     assert p.returncode == 2 and 'model config' in p.stderr

@@ -1,4 +1,4 @@
-"""Frame-weighted accumulation across processes (16_sequences): two ranks whose micro-batches hold different numbers of
+"""Frame-weighted accumulation across processes (12_sequences): two ranks whose micro-batches hold different numbers of
 target frames take, together, exactly the one-process optimizer step over the union of their items.
 
 Run as a script (plain python for one process, torchrun for two) it takes that one step and saves the result."""
@@ -18,25 +18,24 @@ def micro_batches(lengths) -> list:
 def take_step(out: Path, mode: str):
     "One optimizer step of the sequences task on frozen draws: `one` process over the union, or `two` ranks of two micro-batches."
     from rectiflow.config import ScheduleConfig
-    from rectiflow.sequences import sequences_preset, build_sequences, FrozenSequenceDraws, ListBatches, SequenceHooks
+    from rectiflow.sequences import SequencesTask, FrozenSequenceDraws, ListBatches
     from rectiflow.train import Trainer
-    cfg = sequences_preset()
-    cfg.data.n_train, cfg.data.n_val, cfg.optim.grad_clip = 200, 20, 1e6     # no clipping: Adam's moment is the gradient
+    cfg = SequencesTask.preset()
+    cfg.task.n_train, cfg.task.n_val, cfg.optim.grad_clip = 200, 20, 1e6     # no clipping: Adam's moment is the gradient
     cfg.schedule, cfg.run.out = ScheduleConfig(kind='constant', warmup_steps=0), str(out / 'run')
-    parts = build_sequences(cfg)
-    lengths = parts['train_ds'].lengths
-    per_rank = micro_batches(lengths)
-    if mode == 'one': per_rank = [[sum((b for r in per_rank for b in r), [])]]
-    cfg.optim.grad_accum = len(per_rank[0])
 
-    class FixedBatches(SequenceHooks):
-        def __init__(self, base): self.__dict__.update(base.__dict__)
+    class FixedBatches(SequencesTask):
         def batch_sampler(self, ds, batch_size, seed, rank=0, world=1):
             assert world == len(per_rank), (world, len(per_rank))
             return ListBatches(per_rank[rank])
 
-    tr = Trainer(cfg, FixedBatches(parts['hooks']), (FrozenSequenceDraws(parts['train_ds']), parts['val_ds'], parts['info']),
-                 progress=False, model=parts['model'], objective=parts['objective'])
+    task = FixedBatches(SequencesTask.validate(cfg))
+    lengths = task.train_ds.lengths
+    per_rank = micro_batches(lengths)
+    if mode == 'one': per_rank = [[sum((b for r in per_rank for b in r), [])]]
+    cfg.optim.grad_accum = len(per_rank[0])
+
+    tr = Trainer(cfg, task, datasets=(FrozenSequenceDraws(task.train_ds), task.val_ds, task.info), progress=False)
     loss, _ = next(tr.optimizer_steps())
     acc = tr.accelerator
     frames = float(sum(lengths[b].sum() for b in per_rank[acc.process_index]))
@@ -72,3 +71,4 @@ def test_two_ranks_of_different_frame_counts_take_the_one_process_step_of_their_
 
 if __name__ == '__main__':
     take_step(Path(sys.argv[1]), sys.argv[2])
+    if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()   # gloo's threads must not outlive the interpreter
