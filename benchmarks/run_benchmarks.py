@@ -93,6 +93,10 @@ def machine():
     return {'python': platform.python_version(), 'torch': torch.__version__, 'cpus': os.cpu_count(),
             'threads': torch.get_num_threads(), 'processor': platform.processor() or platform.machine()}
 
+def data_name(cfg: dict) -> str:
+    "The dataset a recorded run config trained on (records older than the task section name it in data.name)."
+    return (cfg.get('task') or {}).get('data') or cfg['data']['name']
+
 def sampler(cfg):
     e = cfg['eval']
     return f"{e['solver']}, {e['nfe']} NFE, CFG scale {e['cfg_scale']}"
@@ -205,7 +209,7 @@ def results_md(res) -> str:
         for k, r in res['toys'].items():
             if k == 'meta': continue
             f, c = r['final'], r['config']
-            lines.append(f"| {c['task']['data']} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
+            lines.append(f"| {data_name(c)} | {c['run']['steps']} | {f['train_seconds']:.0f} s | {f['w2']:.4f} | {f['w2_floor']:.4f} | "
                          f"{f['energy']:.5f} | {f['energy_floor']:.5f} |")
         lines.append('')
     if 'checkpoint' in res:
