@@ -222,7 +222,7 @@ def evaluation_target(path) -> tuple[Path, Path]:
 
 # %% ../nbs/06_checkpoint.ipynb #e48539c7
 RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after', 'run.log_every', 'run.overwrite',
-                     'run.out', 'data.num_workers', 'data.pin_memory', 'data.prefetch', 'data.persistent_workers', 'run.profile_steps',
+                     'run.out', 'data.num_workers', 'data.pin_memory', 'data.prefetch', 'data.persistent_workers', 'run.profile_steps', 'run.callbacks',
                      'eval.every', 'eval.sample_every', 'eval.n_samples', 'checkpoint.save_every', 'checkpoint.keep_last',
                      'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay'}
 

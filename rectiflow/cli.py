@@ -50,6 +50,7 @@ def _config_args(p):
     p.add_argument('--steps', help='optimizer steps (the schedule spans them)')
     p.add_argument('--max-steps', help='stop the loop at this step; the schedule still spans --steps (resume continues)')
     p.add_argument('--profile-steps', help='run this many real steps under torch.profiler, write the operator table and trace, then exit')
+    p.add_argument('--callbacks', metavar='PATHS', help='your own callbacks: comma-separated import paths package.module:Name')
     p.add_argument('--out', help='run directory')
     p.add_argument('--seed', help='the one seed of the run')
     p.add_argument('--overwrite', action='store_true', help='replace a run already in --out')
@@ -145,7 +146,8 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
     cfg = base if base is not None else _base_config(args)
     on_top = args.config or base is not None                  # a preset took --data already
     shortcuts = {'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out, 'run.seed': args.seed,
-                 'run.profile_steps': getattr(args, 'profile_steps', None), 'task.model': args.model,
+                 'run.profile_steps': getattr(args, 'profile_steps', None), 'run.callbacks': args.callbacks,
+                 'task.model': args.model,
                  'task.data': args.data if on_top else None, 'task.vae': args.vae if _has_option(cfg, 'vae') else None}
     pairs = [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
     cfg = apply_overrides(cfg, pairs + list(overrides))

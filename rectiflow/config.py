@@ -32,6 +32,7 @@ class RunConfig:
     max_steps: int = 0          # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     tracker: str = 'none'       # also send every metrics record to: 'none' or 'tensorboard' (pip install 'rectiflow[tracking]')
     profile_steps: int = 0      # >0: run this many real steps under torch.profiler, write the operator table and trace, then exit
+    callbacks: str = ''         # your own callbacks: comma-separated import paths package.module:Name of Callback classes
 
 @dataclass
 class DataConfig:

@@ -156,9 +156,13 @@ def loader_options(cfg: DataConfig, train: bool = True) -> dict:
     if cfg.num_workers > 0: kw.update(prefetch_factor=cfg.prefetch, persistent_workers=bool(cfg.persistent_workers and train))
     return kw
 
-def make_loader(ds: Dataset, sampler: torch.utils.data.Sampler, num_workers: int = 0, collate_fn=None, **options) -> DataLoader:
-    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default: `collate_items`); `options` from `loader_options`."
-    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn or collate_items, **options)
+def make_loader(ds: Dataset, sampler: torch.utils.data.Sampler, num_workers: int = 0, collate_fn=None, seed: int = 0,
+                **options) -> DataLoader:
+    "A `DataLoader` over `ds` in the order of `sampler`, batched by `collate_fn` (default `collate_items`); `options`: `loader_options`."
+    # its own generator: a DataLoader seeds its workers from torch's global RNG at every epoch otherwise, a draw a resumed run
+    # (which starts its epoch's iterator mid-epoch) would make at another moment than the run it continues
+    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, collate_fn=collate_fn or collate_items,
+                      generator=torch.Generator().manual_seed(seed), **options)
 
 # %% ../nbs/01_data.ipynb #26eb46f2
 def padded_len(n: int, multiple: int = 1) -> int:

@@ -20,7 +20,8 @@ from .checkpoint import read_jsonl
 
 # %% auto #0
 __all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'AllItems',
-           'overfit_gate', 'resume_gate', 'lr_gate', 'recon_gate', 'parse_gate_names', 'run_gate', 'run_gates']
+           'overfit_gate', 'flat_state', 'same_entry', 'resume_gate', 'lr_gate', 'recon_gate', 'parse_gate_names',
+           'run_gate', 'run_gates']
 
 # %% ../nbs/15_gates.ipynb #57924e2c
 @dataclass
@@ -189,22 +190,25 @@ def _steps_bar(n: int, desc: str, progress: bool):
     return tqdm(range(n), desc=desc, disable=not progress, leave=False)
 
 # %% ../nbs/15_gates.ipynb #8540d659
-def _state_tensors(tr: Trainer) -> dict:
-    "Everything a resume must restore, as named tensors."
-    out = {'generator': tr.generator.get_state(), 'data_pos': torch.tensor(tr.data_pos + [tr.step]),
-           'lr': torch.tensor([g['lr'] for g in tr.optimizer.param_groups], dtype=torch.float64)}
-    out.update({f'model.{k}': v for k, v in tr.unwrapped.state_dict().items()})
-    out.update({f'ema.{i}': p for i, p in enumerate(tr.ema.shadow_params)})
-    for pid, st in tr.optimizer.state_dict()['state'].items():
-        out.update({f'optim.{pid}.{k}': torch.as_tensor(v) for k, v in st.items()})
-    return out
+def flat_state(state, prefix: str = '') -> dict:
+    "The entries of a nested state (dicts and lists of tensors and plain values) by dotted path."
+    if isinstance(state, dict): items = state.items()
+    elif isinstance(state, (list, tuple)): items = enumerate(state)
+    else: return {prefix[:-1]: state}
+    return {k: v for key, sub in items for k, v in flat_state(sub, f'{prefix}{key}.').items()}
+
+def same_entry(a, b) -> bool:
+    "Bitwise equal: tensors of one dtype, shape and value, or equal plain values."
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    return a == b
 
 def _run(tr: Trainer, n: int):
     for _ in zip(range(n), tr.optimizer_steps()): pass
     return tr
 
 def resume_gate(cfg: Config, steps: int = 6, datasets=None, **_) -> GateResult:
-    "Train `steps` steps straight, and half + checkpoint + resume + half; pass when every state tensor is bit-identical."
+    "Train `steps` steps straight, and half + checkpoint + resume + half; pass when every entry of the state is bit-identical."
     if steps < 2: raise ConfigError(f"The resume gate needs at least 2 steps, got {steps}.")
     half = steps // 2
     with tempfile.TemporaryDirectory() as d:
@@ -212,12 +216,14 @@ def resume_gate(cfg: Config, steps: int = 6, datasets=None, **_) -> GateResult:
         c = _gate_config(cfg, f'{d}/b', **{'run.steps': steps})
         ckpt = _run(task_trainer(c, datasets), half).save_checkpoint()
         resumed = _run(task_trainer(c, datasets, resume=ckpt), steps - half)
-        a, b = _state_tensors(straight), _state_tensors(resumed)
-    differ = [k for k in a if k not in b or a[k].shape != b[k].shape or not torch.equal(a[k], b[k])]
-    f = {'steps': steps, 'resumed_at': half, 'tensors': len(a), 'differ': len(differ), 'first_differing': differ[:5]}
-    msg = (f"{len(a)} state tensors bit-identical after {half} + {steps - half} steps and a resume" if not differ else
-           f"{len(differ)} of {len(a)} state tensors differ after a resume at step {half} (first: {', '.join(differ[:3])}); "
-           "the checkpoint does not restore the run")
+        a, b = flat_state(straight.state_dict()), flat_state(resumed.state_dict())
+    differ = [k for k in a if k not in b or not same_entry(a[k], b[k])]
+    parts = sorted({k.split('.')[0] for k in differ})           # model, optimizer, ema, generator, rng, progress
+    f = {'steps': steps, 'resumed_at': half, 'entries': len(a), 'differ': len(differ), 'parts': parts,
+         'first_differing': differ[:5]}
+    if not differ: msg = f"{len(a)} state entries bit-identical after {half} + {steps - half} steps and a resume"
+    else: msg = (f"{len(differ)} of {len(a)} state entries differ after a resume at step {half} (in {', '.join(parts)}; "
+                 f"first: {differ[0]}); the checkpoint does not restore the run")
     return GateResult('resume', not differ, f, msg + '.')
 
 # %% ../nbs/15_gates.ipynb #bd7f04ef

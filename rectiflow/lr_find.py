@@ -18,8 +18,8 @@ from .train import Trainer, NonFiniteError
 from .tasks import task_trainer
 
 # %% auto #0
-__all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'trainer_state',
-           'restore_trainer_state', 'preserved', 'run_ramp', 'LRFindResult', 'format_suggestion', 'lr_find']
+__all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'preserved', 'run_ramp', 'LRFindResult',
+           'format_suggestion', 'lr_find']
 
 # %% ../nbs/14_lr_find.ipynb #09aa8df1
 def smooth_losses(losses, beta: float = 0.98) -> list[float]:
@@ -75,35 +75,14 @@ def has_descent(losses, smoothed, suggestion, min_drop: float = 0.1) -> bool:
     return bool(min(smoothed) < (1 - min_drop) * start)
 
 # %% ../nbs/14_lr_find.ipynb #103068f5
-def trainer_state(trainer: Trainer) -> dict:
-    "A deep copy of everything a training step changes in `trainer`."
-    state = {'model': trainer.unwrapped.state_dict(), 'optimizer': trainer.optimizer.state_dict(),
-             'scheduler': trainer.scheduler.state_dict(), 'ema': trainer.ema.state_dict(),
-             'generator': trainer.generator.get_state(), 'torch_rng': torch.get_rng_state(),
-             'cuda_rng': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-             'data_pos': trainer.data_pos, 'step': trainer.step, 'pending_losses': trainer.pending_losses,
-             'accumulation_step': trainer.accelerator.step}
-    return {**copy.deepcopy(state), 'lr_at': trainer.lr_at}
-
-def restore_trainer_state(trainer: Trainer, state: dict):
-    "Put `trainer` back into `state` (from `trainer_state`)."
-    trainer.unwrapped.load_state_dict(state['model'])
-    trainer.optimizer.load_state_dict(state['optimizer'])
-    trainer.optimizer.zero_grad(set_to_none=True)
-    trainer.scheduler.load_state_dict(state['scheduler'])
-    trainer.ema.load_state_dict(state['ema']); trainer.ema.to(trainer.accelerator.device)
-    trainer.generator.set_state(state['generator']); torch.set_rng_state(state['torch_rng'])
-    if state['cuda_rng'] is not None: torch.cuda.set_rng_state_all(state['cuda_rng'])
-    trainer.data_pos, trainer.step = list(state['data_pos']), state['step']
-    trainer.pending_losses, trainer.accelerator.step = list(state['pending_losses']), state['accumulation_step']
-    trainer.lr_at = state['lr_at']
-
 @contextmanager
 def preserved(trainer: Trainer):
-    "Run the `with` block on `trainer`, then restore the training state it had before the block."
-    state = trainer_state(trainer)
+    "Run the `with` block on `trainer`, then put back its state (`Trainer.state_dict`) and its LR schedule."
+    state, lr_at = copy.deepcopy(trainer.state_dict()), trainer.lr_at
     try: yield trainer
-    finally: restore_trainer_state(trainer, state)
+    finally:
+        trainer.load_state_dict(state)
+        trainer.lr_at = lr_at
 
 # %% ../nbs/14_lr_find.ipynb #eb7ef1db
 def _global_loss(trainer: Trainer, loss: torch.Tensor) -> float:
@@ -122,7 +101,9 @@ def run_ramp(trainer: Trainer, lo: float, hi: float, steps: int, diverge: float 
         for k in range(1, steps + 1):
             lr = trainer.optimizer.param_groups[0]['lr']
             try: loss = _global_loss(trainer, next(it)[0])
-            except NonFiniteError: diverged_at = lr; break
+            except NonFiniteError:
+                diverged_at = lr
+                break
             avg = beta * avg + (1 - beta) * loss
             lrs.append(lr); losses.append(loss); smoothed.append(avg / (1 - beta ** k))
             if on_step: on_step({'kind': 'step', 'step': k - 1, 'lr': lr, 'loss': loss, 'smoothed': smoothed[-1]})

@@ -29,8 +29,9 @@ class VelocityModel(ModelMixin, ConfigMixin):
         "`cond` with the entries where `drop` is True replaced by the null class."
         return torch.where(drop.to(cond.device), torch.full_like(cond, self.null_class), cond)
 
-    def _labels(self, cond, n):
-        return self.null_cond(n) if cond is None else cond
+    def _labels(self, cond, x_t: torch.Tensor) -> torch.Tensor:
+        "`cond`, or the null class for every item of `x_t` (on its device: asking a diffusers model for its own walks it)."
+        return self.null_cond(len(x_t), x_t.device) if cond is None else cond
 
 # %% ../nbs/02_models.ipynb #3e727b6c
 class MLPVelocity(VelocityModel):
@@ -47,7 +48,7 @@ class MLPVelocity(VelocityModel):
 
     def forward(self, x_t, t, cond=None):
         temb = self.time_embed(self.time_proj(t * 1000).to(x_t.dtype))
-        h = self.inp(x_t) + temb + self.class_embed(self._labels(cond, len(x_t)))
+        h = self.inp(x_t) + temb + self.class_embed(self._labels(cond, x_t))
         for block in self.blocks: h = h + block(h)
         return self.out(h)
 
@@ -70,7 +71,7 @@ class UNetVelocity(VelocityModel):
                                 num_class_embeds=n_classes + 1)
 
     def forward(self, x_t, t, cond=None):
-        return self.unet(x_t, t * 1000, class_labels=self._labels(cond, len(x_t))).sample
+        return self.unet(x_t, t * 1000, class_labels=self._labels(cond, x_t)).sample
 
 # %% ../nbs/02_models.ipynb #66eb5886
 class DiTVelocity(VelocityModel):
@@ -89,7 +90,7 @@ class DiTVelocity(VelocityModel):
         self.class_pooled = nn.Embedding(n_classes + 1, width)
 
     def forward(self, x_t, t, cond=None):
-        labels = self._labels(cond, len(x_t))
+        labels = self._labels(cond, x_t)
         return self.dit(x_t, encoder_hidden_states=self.class_tokens(labels)[:, None],
                         pooled_projections=self.class_pooled(labels), timestep=t * 1000).sample
 

@@ -14,12 +14,12 @@ from .config import Config, ConfigError, config_from_dict, read_config_dict
 from .data import DataInfo, fixed_subset
 from .checkpoint import evaluation_target, checkpoint_models, export_info, is_export, load_exported_model
 from .task import Task
-from .train import Trainer, evaluation_record, validation_seed
+from .train import Callback, Trainer, evaluation_record, profile_steps, validation_seed
 
 # %% auto #0
-__all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_task', 'task_name',
-           'resolve_task', 'preset', 'parse_config', 'load_config', 'validate', 'make_task', 'train', 'task_trainer',
-           'evaluate_checkpoint', 'LoadedRun', 'load_run']
+__all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_class', 'import_task',
+           'task_name', 'resolve_task', 'preset', 'parse_config', 'load_config', 'validate', 'make_task',
+           'resolve_callbacks', 'train', 'task_trainer', 'evaluate_checkpoint', 'LoadedRun', 'load_run']
 
 # %% ../nbs/13_tasks.ipynb #f0a446b7
 BUILTIN_TASKS = {'flow': 'rectiflow.flow:FlowTask', 'vae': 'rectiflow.latents:VAETask',
@@ -44,25 +44,30 @@ def task_names() -> list[str]:
     return list(dict.fromkeys([*_REGISTERED, *BUILTIN_TASKS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))]))
 
 # %% ../nbs/13_tasks.ipynb #292803fc
-def import_task(spec: str) -> type[Task]:
-    "The `Task` subclass at import path `spec` (`package.module:Name`)."
+def import_class(spec: str, base: type, what: str) -> type:
+    "The subclass of `base` at import path `spec` (`package.module:Name`); `what` names it in errors ('task', 'callback')."
     module, _, attr = spec.partition(':')
-    if not module or not attr: raise ConfigError(f"Task path {spec!r} must look like package.module:Name.")
+    if not module or not attr: raise ConfigError(f"{what.capitalize()} path {spec!r} must look like package.module:Name.")
     if os.getcwd() not in sys.path and '' not in sys.path: sys.path.append(os.getcwd())
     try: m = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name and (module == e.name or module.startswith(e.name + '.')):
-            raise ConfigError(f"Task module {module!r} not found (from {spec}); install its package, put it on PYTHONPATH, "
-                              "or run from the folder that holds it.") from None
-        raise ConfigError(f"Importing task module {module!r} failed (from {spec}): {e}.") from None
-    except Exception as e: raise ConfigError(f"Importing task module {module!r} failed (from {spec}): {type(e).__name__}: {e}.") from None
+            raise ConfigError(f"{what.capitalize()} module {module!r} not found (from {spec}); install its package, put it on "
+                              "PYTHONPATH, or run from the folder that holds it.") from None
+        raise ConfigError(f"Importing {what} module {module!r} failed (from {spec}): {e}.") from None
+    except Exception as e: raise ConfigError(f"Importing {what} module {module!r} failed (from {spec}): {type(e).__name__}: {e}.") from None
     obj = m
     for part in attr.split('.'):
-        if not hasattr(obj, part): raise ConfigError(f"Task module {module!r} has no attribute {attr!r} (from {spec}).")
+        if not hasattr(obj, part): raise ConfigError(f"{what.capitalize()} module {module!r} has no attribute {attr!r} (from {spec}).")
         obj = getattr(obj, part)
-    if not (isinstance(obj, type) and issubclass(obj, Task)):
-        raise ConfigError(f"{spec} is not a Task (a subclass of rectiflow.task.Task) but {type(obj).__name__} {obj!r:.60}.")
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ConfigError(f"{spec} is not a {base.__name__} (a subclass of {base.__module__}.{base.__qualname__}) "
+                          f"but {type(obj).__name__} {obj!r:.60}.")
     return obj
+
+def import_task(spec: str) -> type[Task]:
+    "The `Task` subclass at import path `spec` (`package.module:Name`)."
+    return import_class(spec, Task, 'task')
 
 def task_name(cfg: Config) -> str:
     "The task `cfg` runs: its `run.task`, or the default task."
@@ -103,10 +108,15 @@ def make_task(cfg: Config, info: DataInfo | None = None) -> Task:
     return resolve_task(task_name(cfg)).create(validate(cfg), info)
 
 # %% ../nbs/13_tasks.ipynb #3c51d5d7
-def train(cfg: Config, progress: bool = True, resume=None, init_from=None) -> dict:
-    "Train `cfg`'s task (continuing checkpoint `resume`, or from the weights of `init_from`); the final record."
-    tr = Trainer(cfg, make_task(cfg), progress=progress, resume=resume, init_from=init_from)
-    if cfg.run.profile_steps: return {'kind': 'profile', 'steps': cfg.run.profile_steps, 'dir': str(tr.profile(cfg.run.profile_steps))}
+def resolve_callbacks(specs: str) -> list[Callback]:
+    "A new instance of each callback class at the comma-separated import paths `specs` (`run.callbacks`)."
+    return [import_class(s.strip(), Callback, 'callback')() for s in specs.split(',') if s.strip()]
+
+def train(cfg: Config, progress: bool = True, resume=None, init_from=None, callbacks=()) -> dict:
+    "Train `cfg`'s task (continuing checkpoint `resume`, or from the weights of `init_from`), with `run.callbacks` and `callbacks`."
+    cbs = [*resolve_callbacks(cfg.run.callbacks), *callbacks]
+    tr = Trainer(cfg, make_task(cfg), progress=progress, resume=resume, init_from=init_from, callbacks=cbs)
+    if cfg.run.profile_steps: return {'kind': 'profile', 'steps': cfg.run.profile_steps, 'dir': str(profile_steps(tr, cfg.run.profile_steps))}
     return tr.fit()
 
 def task_trainer(cfg: Config, datasets=None, model=None, objective=None, **kw) -> Trainer:

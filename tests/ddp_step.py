@@ -9,7 +9,7 @@ cfg = apply_overrides(preset(data='moons'), ['--run.out', f'{out}/run', '--run.s
                                              '--task.n_val', '64', '--data.batch_size', str(batch), '--schedule.warmup_steps', '0'])
 task = make_task(cfg)
 tr = Trainer(cfg, task, datasets=(FrozenDraws(task.train_ds), task.val_ds, task.info), progress=False)
-loss, _ = tr._micro_step(next(tr._batches()))
+loss, _ = tr.micro_step(next(tr.batches()))
 mean = tr.accelerator.reduce(loss.reshape(1), 'mean')
 if tr.is_main:
     os.makedirs(out, exist_ok=True)

@@ -1,0 +1,66 @@
+"Your own callbacks from the command line: `--callbacks package.module:Name`, importable from the working directory."
+import json
+from conftest import run_cli, TINY_MOONS
+
+EVENTS = '''
+import json
+from rectiflow.train import Callback
+
+class Events(Callback):
+    "Writes down (event, step) as the trainer calls it, into RUN/events.json at the end."
+    def __init__(self): self.seen = []
+    def on_fit_start(self, tr): self.seen.append(('fit_start', tr.step))
+    def on_loss(self, tr, loss):
+        self.seen.append(('loss', tr.step))
+        return loss
+    def on_step_end(self, tr): self.seen.append(('step_end', tr.step))
+    def on_record(self, tr, r): self.seen.append((r['kind'], r['step']))
+    def on_eval(self, tr, r): self.seen.append(('eval', r['step']))
+    def on_checkpoint_written(self, tr, path): self.seen.append(('checkpoint', int(path.name.split('_')[-1])))
+    def on_fit_end(self, tr, end):
+        self.seen.append(('fit_end', end['step']))
+        (tr.run_dir / 'events.json').write_text(json.dumps(self.seen))
+
+class Doubled(Callback):
+    "Makes every loss twice as large: the trainer must step on what on_loss returns."
+    def on_loss(self, tr, loss): return loss * 2
+'''
+
+FOUR_STEPS = [*TINY_MOONS, '--steps', '4', '--run.log_every', '2', '--eval.every', '2', '--eval.sample_every', '4',
+              '--checkpoint.save_every', '4']
+
+# the same run as 07_train's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
+EXPECTED = [('fit_start', 0), ('val', 0), ('eval', 0),
+            ('loss', 0), ('step_end', 1),
+            ('loss', 1), ('train', 2), ('step_end', 2), ('val', 2), ('eval', 2), ('checkpoint', 2),
+            ('loss', 2), ('step_end', 3),
+            ('loss', 3), ('train', 4), ('step_end', 4), ('val', 4), ('eval', 4), ('checkpoint', 4),
+            ('final', 4), ('fit_end', 4)]
+
+def test_a_callback_from_the_command_line_sees_the_exact_sequence_of_events(tmp_path):
+    (tmp_path / 'mymod.py').write_text(EVENTS)
+    p = run_cli('train', *FOUR_STEPS, '--out', 'runs/cb', '--callbacks', 'mymod:Events', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = tmp_path / 'runs' / 'cb'
+    assert [tuple(e) for e in json.loads((run / 'events.json').read_text())] == EXPECTED
+    assert json.loads((run / 'config.json').read_text())['run']['callbacks'] == 'mymod:Events'
+
+def test_on_loss_changes_the_loss_the_trainer_steps_on(tmp_path):
+    (tmp_path / 'mymod.py').write_text(EVENTS)
+    every_step = [*FOUR_STEPS, '--run.log_every', '1']
+    plain = run_cli('train', *every_step, '--out', 'runs/plain', cwd=tmp_path)
+    doubled = run_cli('train', *every_step, '--out', 'runs/doubled', '--callbacks', 'mymod:Doubled', cwd=tmp_path)
+    assert plain.returncode == 0 and doubled.returncode == 0, plain.stderr + doubled.stderr
+    def first_train(name):
+        recs = [json.loads(l) for l in open(tmp_path / 'runs' / name / 'metrics.jsonl')]
+        return next(r for r in recs if r['kind'] == 'train')
+    a, b = first_train('plain'), first_train('doubled')
+    assert a['step'] == b['step'] == 1
+    assert b['loss'] == 2 * a['loss']                                # the recorded loss is the returned one
+    assert abs(b['grad_norm'] - 2 * a['grad_norm']) <= 1e-6 * a['grad_norm']   # and its gradient was stepped on
+
+def test_a_bad_callback_path_is_one_line_and_nothing_is_written(tmp_path):
+    (tmp_path / 'mymod.py').write_text(EVENTS)
+    p = run_cli('train', *FOUR_STEPS, '--out', 'runs/bad', '--callbacks', 'mymod:Missing', cwd=tmp_path)
+    assert p.returncode == 2 and 'Missing' in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / 'runs' / 'bad').exists()
