@@ -41,10 +41,12 @@ check: install
 	@tmp=$$(mktemp -d); cp -r nbs $$tmp/nbs; $(BIN)/nbdev_clean --fname $$tmp/nbs >/dev/null; \
 	if ! diff -rq nbs $$tmp/nbs; then echo "Notebooks are not clean: run nbdev_clean and commit."; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	$(BIN)/python .ci/readme.py --check
+	$(BIN)/python .ci/lint.py
 
+# pytest runs on two workers too (pytest-xdist): a test file's tests stay together on one worker (conftest.py).
 test: check browser
 	$(TEST_ENV) $(BIN)/nbdev_test --n_workers 2
-	$(TEST_ENV) $(BIN)/pytest -q tests
+	$(TEST_ENV) $(BIN)/pytest -q -n 2 --dist loadgroup tests
 
 # The slow tests (minutes each): the full golden defaults, bit-identical to their records.
 test-slow: install

@@ -1,4 +1,5 @@
-import os, sys, subprocess
+import io, os, shutil, socket, sys, subprocess
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 import pytest
 
@@ -18,6 +19,38 @@ TINY_MOONS = ['--data', 'moons', '--no-progress', '--task.n_train', '2048', '--t
 @pytest.fixture
 def cli(): return run_cli
 
+def free_port() -> int:
+    "A TCP port free on loopback now (for a launcher's rendezvous; tests run two at a time)."
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+def main_in_process(*args, cwd=None) -> tuple[int, str, str]:
+    """`rectiflow ARGS` through the command's own `main`, in this interpreter: `(exit code, stdout, stderr)`.
+    For the many bad-input cases, which each cost a process start (the imports: seconds) as a subprocess; a few
+    subprocess cases beside them check that a fresh process prints nothing else."""
+    from rectiflow.cli import main
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        if cwd is not None: os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            try: code = main([str(a) for a in args])
+            except SystemExit as e: code = e.code
+    finally: os.chdir(here)
+    return code, out.getvalue(), err.getvalue()
+
+@pytest.fixture(scope='session')
+def tiny_run(tmp_path_factory):
+    "One tiny moons run (20 steps, checkpoints at 10 and 20) for the tests that only read a finished run."
+    run = tmp_path_factory.mktemp('tiny') / 'run'
+    p = run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run)
+    assert p.returncode == 0, p.stderr
+    return run
+
+def copy_run(run, to) -> Path:
+    "A copy of finished run `run` at `to`, for a test that changes it."
+    return Path(shutil.copytree(run, to))
+
 # The digits default, short: a golden case (tests/test_golden.py), and the run the README's examples are tried on.
 DIGITS_SHORT = ['--steps', '60', '--run.log_every', '20', '--eval.every', '30', '--eval.sample_every', '60',
                 '--checkpoint.save_every', '30', '--eval.n_samples', '100']
@@ -36,7 +69,15 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: minutes-long; skipped unless pytest --slow (make test-slow)')
 
+
+# `make test` runs pytest on two workers (pytest-xdist, --dist loadgroup): a module's tests stay on one worker, so its
+# module-scoped runs are trained once; the modules that read the short digits default share a worker and that run.
+SHARED_GROUPS = {'test_golden': 'digits_short', 'test_readme': 'digits_short'}
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit('.', 1)[-1]
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
     if config.getoption('--slow'): return
     skip = pytest.mark.skip(reason='slow: run with pytest --slow (make test-slow)')
     for item in items:

@@ -2,7 +2,7 @@
 import json, sys
 from pathlib import Path
 import pytest
-from conftest import run_cli, TINY_MOONS, BIN
+from conftest import run_cli, main_in_process, TINY_MOONS, BIN
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -56,17 +56,28 @@ BAD_CASES = ['unknown dataset', 'unknown model', 'zero steps', 'negative steps',
              'digits batch larger than data', 'unwritable out', 'out under a file', 'used out without overwrite',
              'malformed value', 'unknown key', 'unknown section', 'missing value', 'stray argument', 'missing config file']
 
-@pytest.mark.parametrize('case', BAD_CASES)
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, case):
+def check_one_line_and_nothing_written(tmp_path, case, run):
     args, message = _bad_cases(tmp_path)[case]
     before = sorted(str(p) for p in tmp_path.rglob('*'))
     out = [] if '--out' in map(str, args) else ['--out', tmp_path / 'new-run']
-    p = run_cli('train', *out, *args, cwd=tmp_path)
-    assert p.returncode == 2, (p.stdout, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith('rectiflow: error:') and message in lines[0], p.stderr
-    assert 'Traceback' not in p.stderr and p.stdout == ''
+    code, stdout, stderr = run('train', *out, *args, cwd=tmp_path)
+    assert code == 2, (stdout, stderr)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('rectiflow: error:') and message in lines[0], stderr
+    assert 'Traceback' not in stderr and stdout == ''
     assert sorted(str(p) for p in tmp_path.rglob('*')) == before     # nothing written, nothing overwritten
+
+@pytest.mark.parametrize('case', BAD_CASES)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, case):
+    check_one_line_and_nothing_written(tmp_path, case, main_in_process)
+
+def in_a_fresh_process(*args, cwd):
+    p = run_cli(*args, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+@pytest.mark.parametrize('case', ['unknown dataset', 'batch larger than data', 'used out without overwrite'])
+def test_bad_input_in_a_fresh_process_prints_that_one_line_and_nothing_else(tmp_path, case):
+    check_one_line_and_nothing_written(tmp_path, case, in_a_fresh_process)   # no import-time warnings on stderr either
 
 def test_overwrite_replaces_a_previous_run(tmp_path):
     run = tmp_path / 'run'

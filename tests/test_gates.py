@@ -1,7 +1,7 @@
 "Gates, the range test, evaluate and the evaluation rules through the `rectiflow` command, as a user runs them."
 import json
 from pathlib import Path
-from conftest import run_cli, TINY_MOONS
+from conftest import run_cli, main_in_process, TINY_MOONS
 
 def gate_records(run):
     return [json.loads(l) for l in (Path(run) / 'gates.jsonl').read_text().splitlines()]
@@ -22,8 +22,8 @@ def test_gate_command_fails_with_exit_1_when_the_global_batch_exceeds_the_data(t
     assert gate_records(tmp_path / 'run')[0]['passed'] is False
 
 def test_unknown_gate_is_a_one_line_error(tmp_path):
-    p = run_cli('gate', 'speed', '--out', tmp_path / 'run')
-    assert p.returncode == 2 and "Unknown gate 'speed'" in p.stderr and not (tmp_path / 'run').exists()
+    code, _, err = main_in_process('gate', 'speed', '--out', tmp_path / 'run')
+    assert code == 2 and "Unknown gate 'speed'" in err and not (tmp_path / 'run').exists()
 
 def test_train_refuses_when_a_gate_fails_and_force_trains_anyway(tmp_path):
     run = tmp_path / 'run'
@@ -43,9 +43,8 @@ def test_train_with_passing_gates_trains(tmp_path):
     assert [r['passed'] for r in gate_records(run)] == [True, True]
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
 
-def test_evaluate_reproduces_the_logged_validation_figures(tmp_path):
-    run = tmp_path / 'run'
-    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run).returncode == 0
+def test_evaluate_reproduces_the_logged_validation_figures(tmp_path, tiny_run):
+    run = tiny_run
     vals = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines() if '"val"' in l]
     p = run_cli('evaluate', run / 'checkpoints' / 'step_000020', '--json')
     assert p.returncode == 0, p.stderr
@@ -53,8 +52,8 @@ def test_evaluate_reproduces_the_logged_validation_figures(tmp_path):
     assert (rec['step'], rec['val_loss'], rec['val_loss_ema']) == (20, vals[-1]['val_loss'], vals[-1]['val_loss_ema'])
     p = run_cli('evaluate', run, '--quality')
     assert p.returncode == 0 and 'val_loss_ema' in p.stdout and 'w2' in p.stdout, p.stderr
-    p = run_cli('evaluate', tmp_path / 'nothing')
-    assert p.returncode == 2 and 'is not a checkpoint' in p.stderr
+    code, _, err = main_in_process('evaluate', tmp_path / 'nothing')
+    assert code == 2 and 'is not a checkpoint' in err
 
 def test_max_steps_stops_the_loop_and_resume_finishes_the_schedule(tmp_path):
     run = tmp_path / 'run'

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from conftest import run_cli
+from conftest import run_cli, main_in_process
 
 from rectiflow.files import ImageOptions, digits_image_folder
 from rectiflow.tasks import load_config, make_task, preset
@@ -120,10 +120,10 @@ def _data_path(d): return d / 'm.jsonl' if (d / 'm.jsonl').exists() else d
 def test_bad_data_is_one_line_exit_2_naming_the_file(tmp_path, case):
     make, message = BAD[case]
     d = _folder(tmp_path, 'data', make)
-    p = run_cli('train', '--data', _data_path(d), *TINY, '--out', tmp_path / 'run')
-    assert p.returncode == 2, p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and '--task.skip_bad true' in lines[0], p.stderr
+    code, _, err = main_in_process('train', '--data', _data_path(d), *TINY, '--out', tmp_path / 'run')
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and '--task.skip_bad true' in lines[0], err
     assert not (tmp_path / 'run').exists()
     # ... and skipped and counted when asked
     tr, va, info = flow_data(_data_path(d), skip_bad=True)
@@ -142,8 +142,8 @@ def test_skipped_bad_items_are_counted_in_the_run_records(tmp_path):
 
 def test_an_empty_folder_is_one_line_exit_2(tmp_path):
     (tmp_path / 'empty' / 'sub').mkdir(parents=True); (tmp_path / 'empty' / 'notes.txt').write_text('no images here')
-    p = run_cli('train', '--data', tmp_path / 'empty', *TINY, '--out', tmp_path / 'run')
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and 'holds no images' in p.stderr
+    code, _, err = main_in_process('train', '--data', tmp_path / 'empty', *TINY, '--out', tmp_path / 'run')
+    assert code == 2 and len(err.strip().splitlines()) == 1 and 'holds no images' in err
 
 def test_a_latent_shard_of_the_wrong_shape_is_one_line_exit_2_or_skipped(digits_dir, tmp_path):
     from rectiflow.vae import encode_shards
@@ -154,14 +154,14 @@ def test_a_latent_shard_of_the_wrong_shape_is_one_line_exit_2_or_skipped(digits_
     shards = tmp_path / 'latents'
     encode_shards(digits_dir, vae, shards, shard_items=64, fmt='npy')
     np.save(shards / 'train-00001.latents.npy', np.zeros((64, 4, 2, 2), np.float32))
-    p = run_cli('train', '--data', shards, *TINY, '--out', tmp_path / 'run')
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert 'train-00001.latents.npy: latents of shape [64, 4, 2, 2], the manifest says [64, 4, 4, 4]' in p.stderr
+    code, _, err = main_in_process('train', '--data', shards, *TINY, '--out', tmp_path / 'run')
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert 'train-00001.latents.npy: latents of shape [64, 4, 2, 2], the manifest says [64, 4, 4, 4]' in err
     tr, _, info = flow_data(shards, skip_bad=True)
     assert info.skipped['count'] == 1 and len(tr) == info.splits['train']
 
 def test_an_unknown_data_path_is_one_line_exit_2(tmp_path):
-    p = run_cli('train', '--data', tmp_path / 'nowhere', '--out', tmp_path / 'run')
+    p = run_cli('train', '--data', tmp_path / 'nowhere', '--out', tmp_path / 'run')       # a fresh process: no other line
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and 'invalid choice' in p.stderr
 
 # ---- memory ----

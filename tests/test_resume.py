@@ -3,7 +3,7 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, TINY_MOONS
+from conftest import run_cli, main_in_process, copy_run, TINY_MOONS
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 
@@ -15,9 +15,15 @@ def comparable(run):
     drop = ('time', 'items_per_s', 'train_seconds', 'quality_seconds')
     return [{k: v for k, v in json.loads(l).items() if k not in drop} for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
-def test_resume_after_sigkill_is_bit_identical(tmp_path):
-    a, b = tmp_path / 'a', tmp_path / 'b'
-    assert run_cli('train', *RUN, '--out', a).returncode == 0
+@pytest.fixture(scope='module')
+def straight(tmp_path_factory):
+    "The uninterrupted run every kill test is compared with."
+    run = tmp_path_factory.mktemp('straight') / 'run'
+    assert run_cli('train', *RUN, '--out', run).returncode == 0
+    return run
+
+def test_resume_after_sigkill_is_bit_identical(tmp_path, straight):
+    a, b = straight, tmp_path / 'b'
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
     proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *map(str, RUN), '--out', str(b)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -33,26 +39,20 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
         assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
     assert comparable(a) == comparable(b)
 
-@pytest.fixture(scope='module')
-def short_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp('r') / 'run'
-    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run).returncode == 0
-    return run
-
 @pytest.mark.parametrize('args,message', [
     (['--task.channels', '32'], 'Cannot resume: task.channels was'),
     (['--optim.lr', '0.5'], 'Cannot resume: optim.lr was'),
     (['--overwrite'], '--resume continues a run and --overwrite replaces it'),
 ])
-def test_resume_refusals_are_one_line_exit_2(short_run, args, message):
-    before = sorted(str(p) for p in short_run.rglob('*'))
-    p = run_cli('train', '--resume', short_run, *args)
-    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert sorted(str(p) for p in short_run.rglob('*')) == before
+def test_resume_refusals_are_one_line_exit_2(tiny_run, args, message):
+    before = sorted(str(p) for p in tiny_run.rglob('*'))
+    code, _, err = main_in_process('train', '--resume', tiny_run, *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(str(p) for p in tiny_run.rglob('*')) == before
 
 def test_resume_without_checkpoint_is_refused(tmp_path):
-    p = run_cli('train', '--resume', tmp_path)
-    assert p.returncode == 2 and 'No checkpoint to resume' in p.stderr
+    code, _, err = main_in_process('train', '--resume', tmp_path)
+    assert code == 2 and 'No checkpoint to resume' in err
 
 def _start(run, *extra):
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
@@ -65,9 +65,8 @@ def _wait_for(path, proc, timeout=300):
         assert proc.poll() is None and time.time() < deadline, 'run ended before the moment came'
         time.sleep(0.01)
 
-def test_sigterm_checkpoints_exits_0_and_resumes_bit_identically(tmp_path):
-    a, b = tmp_path / 'a', tmp_path / 'b'
-    assert run_cli('train', *RUN, '--out', a).returncode == 0
+def test_sigterm_checkpoints_exits_0_and_resumes_bit_identically(tmp_path, straight):
+    a, b = straight, tmp_path / 'b'
     proc = _start(b)
     _wait_for(b / 'checkpoints' / 'step_000050', proc)
     proc.send_signal(signal.SIGTERM)
@@ -96,15 +95,12 @@ def test_nan_fails_nonzero_and_keeps_the_last_good_checkpoint(tmp_path):
     assert all(torch.isfinite(w).all() for w in weights.values())
     assert (run / 'best' / 'model' / 'diffusion_pytorch_model.safetensors').exists()
 
-def test_heartbeat_is_written_at_log_steps(tmp_path):
-    run = tmp_path / 'run'
-    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run).returncode == 0
-    hb = json.loads((run / 'heartbeat.json').read_text())
+def test_heartbeat_is_written_at_log_steps(tiny_run):
+    hb = json.loads((tiny_run / 'heartbeat.json').read_text())
     assert hb['step'] == 20 and hb['total'] == 20 and hb['best'] is not None and time.time() - hb['time'] < 600
 
-def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp_path):
-    a, b = tmp_path / 'a', tmp_path / 'b'
-    assert run_cli('train', *RUN, '--out', a).returncode == 0
+def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp_path, straight):
+    a, b = straight, tmp_path / 'b'
     ck = b / 'checkpoints'
     moments = [lambda: (ck / 'step_000050').exists(),
                lambda: any(ck.glob('.tmp_step_0001*')),                 # inside a checkpoint write
@@ -124,9 +120,8 @@ def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp
         assert all(torch.equal(x[k], y[k]) for k in x)
     assert comparable(a) == comparable(b)
 
-def test_a_torn_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
-    run = tmp_path / 'run'
-    assert run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run).returncode == 0
+def test_a_torn_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tiny_run):
+    run = copy_run(tiny_run, tmp_path / 'run')
     newest = run / 'checkpoints' / 'step_000020' / 'model.safetensors'
     newest.write_bytes(newest.read_bytes()[:100])                     # a copy cut short
     p = run_cli('train', '--resume', '--out', run, '--steps', '30', '--no-progress')
@@ -146,5 +141,5 @@ def test_init_from_starts_a_new_run_from_trained_weights(tmp_path):
     assert first_val(b)['step'] == 0                                     # a new run: step, schedule and log start afresh
     assert first_val(b)['val_loss'] < 0.9 * first_val(fresh)['val_loss']  # but from the trained weights
     assert json.loads((b / 'run_info.json').read_text())['init_from'].endswith('step_000060')
-    p = run_cli('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--task.channels', '64')
-    assert p.returncode == 2 and 'model config' in p.stderr
+    code, _, err = main_in_process('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--task.channels', '64')
+    assert code == 2 and 'model config' in err

@@ -1,7 +1,7 @@
 "The regression filler task (10_filler) through `rectiflow train --task filler`, tiny, as a user runs it."
 import json
 from pathlib import Path
-from conftest import run_cli
+from conftest import main_in_process, run_cli
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -24,5 +24,5 @@ def test_filler_task_trains_from_the_cli_and_beats_its_untrained_floor(tmp_path)
     assert p.returncode == 0 and 'wrote 6 samples' in p.stdout and (tmp_path / 'strip.png').exists(), (p.stdout, p.stderr)
 
 def test_a_task_brings_its_own_data(tmp_path):
-    p = run_cli('train', '--task', 'filler', '--data', 'moons', '--out', tmp_path / 'x')
-    assert p.returncode == 2 and 'brings its own data' in p.stderr
+    code, _, err = main_in_process('train', '--task', 'filler', '--data', 'moons', '--out', tmp_path / 'x')
+    assert code == 2 and 'brings its own data' in err

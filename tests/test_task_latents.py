@@ -1,7 +1,7 @@
 "The VAE and latent-digits tasks (09_latents) through the CLI, tiny, as a user runs them."
 import json
 from pathlib import Path
-from conftest import run_cli
+from conftest import main_in_process, run_cli
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -25,5 +25,5 @@ def test_vae_then_latent_digits_from_the_cli(tmp_path):
     assert len(stats['mean']) == 4 and all(s > 0 for s in stats['std'])      # the statistics travel with the export
     p = run_cli('sample', lat, '--out', tmp_path / 'grid.png')                # a grid of decoded digits, a column per class
     assert p.returncode == 0 and 'wrote 100 samples' in p.stdout and (tmp_path / 'grid.png').exists(), (p.stdout, p.stderr)
-    p = run_cli('train', '--task', 'latent-digits', '--out', tmp_path / 'novae', '--no-progress')
-    assert p.returncode == 2 and 'needs a trained VAE' in p.stderr
+    code, _, err = main_in_process('train', '--task', 'latent-digits', '--out', tmp_path / 'novae', '--no-progress')
+    assert code == 2 and 'needs a trained VAE' in err

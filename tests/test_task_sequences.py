@@ -1,7 +1,7 @@
 "The sequences task (12_sequences) through the CLI, tiny, as a user runs it."
 import json
 from pathlib import Path
-from conftest import run_cli
+from conftest import main_in_process, run_cli
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -21,8 +21,8 @@ def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
     p = run_cli('sample', run, '--n', '4')      # held-out utterances' alignments, drawn as a strip
     assert p.returncode == 0 and f"wrote 4 samples to {run / 'samples' / 'grid_seed0.png'}" in p.stdout, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
-    p = run_cli(*args[:-2], '--data.batch_size', '16', '--out', tmp_path / 'small', '--overwrite')   # shorter than the longest item
-    assert p.returncode == 2 and 'data.batch_size' in p.stderr and 'Traceback' not in p.stderr, p.stderr
+    code, _, err = main_in_process(*args[:-2], '--data.batch_size', '16', '--out', tmp_path / 'small', '--overwrite')
+    assert code == 2 and 'data.batch_size' in err and 'Traceback' not in err, err     # shorter than the longest item
 
 def test_gates_run_on_sequences(tmp_path):
     # width buckets and frame budgets: the data gate streams items, the overfit gate trains one batch of all its items
