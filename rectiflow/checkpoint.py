@@ -13,11 +13,12 @@ from diffusers.training_utils import EMAModel
 from .config import Config, ConfigError, save_config
 
 # %% auto #0
-__all__ = ['RUN_MARKERS', 'PRE_RUN', 'EXPORT_FORMAT', 'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl',
-           'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'save_weights',
-           'class_path', 'export_model', 'is_export', 'export_info', 'load_exported_model', 'GeneratorState',
-           'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable', 'find_resume_checkpoint',
-           'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'config_differences', 'check_resumable']
+__all__ = ['RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'RESUMABLE_CHANGES', 'write_text_atomic',
+           'write_json_atomic', 'read_jsonl', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit',
+           'library_versions', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
+           'load_exported_model', 'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable',
+           'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target',
+           'config_differences', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -53,6 +54,8 @@ def read_jsonl(path) -> list[dict]:
 # %% ../nbs/06_checkpoint.ipynb #8480228a
 RUN_MARKERS = ('config.json', 'metrics.jsonl', 'run_info.json')
 PRE_RUN = ('gates.jsonl', 'gates', 'lr_find.jsonl', 'lr_find.png')
+RUN_LOCK = ('.lock', '.lock_holder.json')              # the run's lock and who holds it (06a_rundir)
+KEPT = PRE_RUN + RUN_LOCK                              # what neither makes a directory used nor is cleared
 
 def is_run_dir(path) -> bool:
     "True if `path` holds a rectiflow run."
@@ -64,7 +67,7 @@ def check_run_dir(path, overwrite: bool = False):
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"Output path {path} is a file; choose a directory with --out.")
-    if path.is_dir() and any(p.name not in PRE_RUN for p in path.iterdir()):
+    if path.is_dir() and any(p.name not in KEPT for p in path.iterdir()):
         if not is_run_dir(path):
             raise ConfigError(f"Output directory {path} is not empty and holds no rectiflow run; choose another --out.")
         if not overwrite:
@@ -81,7 +84,7 @@ def prepare_run_dir(path, overwrite: bool = False) -> Path:
     path = Path(path)
     if path.is_dir() and is_run_dir(path):
         for p in path.iterdir():
-            if p.name not in PRE_RUN: shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            if p.name not in KEPT: shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -119,13 +122,20 @@ def class_path(obj) -> str:
     return f'{type(obj).__module__}:{type(obj).__qualname__}'
 
 # %% ../nbs/06_checkpoint.ipynb #03c50f84
-def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dict | None = None) -> Path:
-    "Export `model` (usually the EMA weights) atomically to `run_dir/name`: weights in `model/`, `info` in `info.json`."
+def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dict | None = None,
+                 before_publish=None) -> Path:
+    """Export `model` (usually the EMA weights) atomically to `run_dir/name`: weights in `model/`, `info` in
+    `info.json`; `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
-    how = save_weights(model, tmp / 'model')
-    write_json_atomic(tmp / 'info.json', {'format': EXPORT_FORMAT, 'version': 1, 'model': how,
-                                          'model_class': class_path(model), **(info or {})})
+    try:
+        how = save_weights(model, tmp / 'model')
+        write_json_atomic(tmp / 'info.json', {'format': EXPORT_FORMAT, 'version': 1, 'model': how,
+                                              'model_class': class_path(model), **(info or {})})
+        if before_publish is not None: before_publish(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if out.exists(): shutil.rmtree(out)
     os.replace(tmp, out)
     return out
@@ -254,7 +264,8 @@ RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_ma
                      'run.log_every', 'run.overwrite', 'run.out', 'data.num_workers', 'data.pin_memory',
                      'data.prefetch', 'data.persistent_workers', 'run.profile_steps', 'run.callbacks',
                      'eval.every', 'eval.sample_every', 'eval.n_samples', 'checkpoint.save_every',
-                     'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay'}
+                     'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay',
+                     'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes'}
 
 # %% ../nbs/06_checkpoint.ipynb #7f1eb2d1
 def config_differences(a: dict, b: dict) -> list[str]:

@@ -4,15 +4,17 @@
 
 # %% ../nbs/17_cli.ipynb #82be55d2
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, shlex, sys
+from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 import torch
-from .config import Config, ConfigError, GATE_NAMES, apply_overrides, read_config_dict
+from .config import Config, ConfigError, GATE_NAMES, Range, apply_overrides, number_arg, read_config_dict
 
 # %% auto #0
-__all__ = ['data_arg', 'model_arg', 'make_parser', 'config_from_args', 'resume_target', 'cmd_train', 'gates_allow_training',
-           'final_lines', 'report_end', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'main']
+__all__ = ['POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'make_parser', 'config_from_args', 'resume_target',
+           'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end', 'cmd_evaluate', 'cmd_gate',
+           'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'main']
 
 # %% ../nbs/17_cli.ipynb #51449a00
 class _Parser(argparse.ArgumentParser):
@@ -81,16 +83,21 @@ def _train_parser(sub):
                    help="start a new run from another run's (or checkpoint's) weights and EMA")
     p.add_argument('--no-progress', action='store_true', help='no progress bar or log lines')
 
+# %% ../nbs/17_cli.ipynb #53ad7c59
+POSITIVE_INT = number_arg(int, Range.of(gt=0))
+POSITIVE = number_arg(float, Range.of(gt=0))
+SEED = number_arg(int, Range.of(ge=0, le=2**32 - 1))
+
 # %% ../nbs/17_cli.ipynb #53ad7c5a
 def _sample_parser(sub):
     p = sub.add_parser('sample', help='write a figure of samples from a finished run (any task)')
     p.add_argument('run_dir', help='a finished run directory, or an export (best/, final/)')
-    p.add_argument('--n', type=int, default=None,
+    p.add_argument('--n', type=POSITIVE_INT, default=None,
                    help="samples (default: the task's: 10 per class, 2000 points, 16 items)")
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--nfe', type=int, default=None)
+    p.add_argument('--seed', type=SEED, default=0)
+    p.add_argument('--nfe', type=POSITIVE_INT, default=None)
     p.add_argument('--solver', default=None)
-    p.add_argument('--cfg-scale', type=float, default=None)
+    p.add_argument('--cfg-scale', type=number_arg(float, Range.of(ge=0)), default=None)
     p.add_argument('--out', default=None, help='PNG path (default: RUN_DIR/samples/grid_seed{seed}.png)')
 
 # %% ../nbs/17_cli.ipynb #b4ad03f7
@@ -116,9 +123,9 @@ def _lr_find_parser(sub):
                        description='Ramp the LR exponentially from --lo to --hi over --range-steps steps, '
                        'record the loss, suggest an LR, and write OUT/lr_find.jsonl and OUT/lr_find.png.')
     _config_args(p)
-    p.add_argument('--lo', type=float, default=1e-6)
-    p.add_argument('--hi', type=float, default=1.0)
-    p.add_argument('--range-steps', type=int, default=100, help='steps of the ramp')
+    p.add_argument('--lo', type=POSITIVE, default=1e-6)
+    p.add_argument('--hi', type=POSITIVE, default=1.0)
+    p.add_argument('--range-steps', type=POSITIVE_INT, default=100, help='steps of the ramp')
     p.add_argument('--method', choices=('valley', 'steepest'), default='valley',
                    help='which suggestion to make (see 14_lr_find)')
     p.add_argument('--no-progress', action='store_true')
@@ -134,10 +141,10 @@ def _encode_parser(sub):
                    help='the AutoencoderKL folder (save_pretrained; for a pipeline, its vae/)')
     p.add_argument('--data', required=True, type=data_arg, metavar='PATH', help='an image folder or a manifest .jsonl')
     p.add_argument('--out', required=True, help='the shards folder to write')
-    p.add_argument('--seed', type=int, default=0, help='the seed of the train/val/test split')
-    p.add_argument('--shard-items', type=int, default=4096, help='items per shard')
+    p.add_argument('--seed', type=SEED, default=0, help='the seed of the train/val/test split')
+    p.add_argument('--shard-items', type=POSITIVE_INT, default=4096, help='items per shard')
     p.add_argument('--format', choices=('safetensors', 'npy'), default='safetensors')
-    p.add_argument('--batch-size', type=int, default=64, help='images per VAE call')
+    p.add_argument('--batch-size', type=POSITIVE_INT, default=64, help='images per VAE call')
     p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     p.add_argument('--overwrite', action='store_true', help='replace shards already in --out')
 
@@ -193,17 +200,26 @@ def resume_target(args, overrides):
     cfg.run.out = str(run_dir)
     return ckpt, cfg
 
+# %% ../nbs/17_cli.ipynb #3e5d7a01
+def writer_lock(path, args, what: str = 'run', always: bool = False):
+    "The lock of the directory `path` a command writes (where it exists, or `always`), naming the command line."
+    from rectiflow.rundir import run_lock
+    if not (always or Path(path).exists()): return nullcontext()
+    return run_lock(path, getattr(args, 'command_line', None), what)
+
 # %% ../nbs/17_cli.ipynb #b515cbdd
 def cmd_train(args, overrides) -> int:
     from rectiflow.tasks import train
-    from rectiflow.checkpoint import find_resume_checkpoint
+    from rectiflow.checkpoint import check_run_dir, find_resume_checkpoint
     if args.resume is not None and args.init_from:
         raise ConfigError("--resume and --init-from exclude each other; choose one.")
     if args.resume is not None: resume, cfg = resume_target(args, overrides)
     else: resume, cfg = None, config_from_args(args, overrides)
     init = find_resume_checkpoint(args.init_from) if args.init_from else None
-    if args.gates and not gates_allow_training(args, cfg, resume): return 1
-    final = train(cfg, progress=not args.no_progress, resume=resume, init_from=init)
+    if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)     # a look: a used --out is refused untouched
+    with writer_lock(cfg.run.out, args, always=bool(args.gates)):
+        if args.gates and not gates_allow_training(args, cfg, resume): return 1
+        final = train(cfg, progress=not args.no_progress, resume=resume, init_from=init)
     return report_end(final, cfg)
 
 # %% ../nbs/17_cli.ipynb #9fca75f8
@@ -272,9 +288,11 @@ def cmd_evaluate(args) -> int:
 
 # %% ../nbs/17_cli.ipynb #11c82767
 def cmd_gate(args, overrides) -> int:
-    from rectiflow.gates import run_gates
+    from rectiflow.gates import parse_gate_names, run_gates
     cfg = config_from_args(args, overrides)
-    results = run_gates(args.names, cfg, cfg.run.out, vae=_vae_for_gates(args, cfg))
+    parse_gate_names(args.names)                          # an unknown gate is refused before the lock is taken
+    with writer_lock(cfg.run.out, args, always=True):
+        results = run_gates(args.names, cfg, cfg.run.out, vae=_vae_for_gates(args, cfg))
     print(f"recorded in {Path(cfg.run.out) / 'gates.jsonl'}")
     return 0 if all(r.passed for r in results) else 1
 
@@ -282,9 +300,10 @@ def cmd_gate(args, overrides) -> int:
 def cmd_lr_find(args, overrides) -> int:
     from rectiflow.lr_find import lr_find, format_suggestion
     cfg = config_from_args(args, overrides)
-    res = lr_find(cfg, lo=args.lo, hi=args.hi, steps=args.range_steps, run_dir=cfg.run.out,
-                  progress=not args.no_progress, method=args.method)
-    res.plot().savefig(Path(cfg.run.out) / 'lr_find.png', dpi=90, bbox_inches='tight')
+    with writer_lock(cfg.run.out, args, always=True):
+        res = lr_find(cfg, lo=args.lo, hi=args.hi, steps=args.range_steps, run_dir=cfg.run.out,
+                      progress=not args.no_progress, method=args.method)
+        res.plot().savefig(Path(cfg.run.out) / 'lr_find.png', dpi=90, bbox_inches='tight')
     print(format_suggestion(res))
     print(f"wrote {Path(cfg.run.out) / 'lr_find.jsonl'} and lr_find.png")
     return 0 if res.has_descent else 1
@@ -294,9 +313,11 @@ def cmd_encode(args, overrides) -> int:
     from rectiflow.files import ImageOptions, check_image_options
     from rectiflow.vae import encode_shards
     cfg = apply_overrides(Config(task=ImageOptions()), overrides)
-    m = encode_shards(args.data, args.vae, args.out, check_image_options(cfg.task), seed=args.seed,
-                      shard_items=args.shard_items, fmt=args.format, batch_size=args.batch_size, device=args.device,
-                      overwrite=args.overwrite, num_workers=cfg.data.num_workers)
+    opts = check_image_options(cfg.task)
+    with writer_lock(args.out, args, 'shards', always=True):
+        m = encode_shards(args.data, args.vae, args.out, opts, seed=args.seed, shard_items=args.shard_items,
+                          fmt=args.format, batch_size=args.batch_size, device=args.device, overwrite=args.overwrite,
+                          num_workers=cfg.data.num_workers)
     sizes = ' / '.join(f"{v['items']} {k}" for k, v in m['splits'].items())
     print(f"encoded {sizes} items into latents of shape {m['shape']} "
           f"({sum(len(v['shards']) for v in m['splits'].values())} shards, "
@@ -312,8 +333,10 @@ def cmd_sample(args) -> int:
     run_dir = Path(args.run_dir) if (Path(args.run_dir) / 'final').is_dir() else Path(args.run_dir).parent
     out = Path(args.out or run_dir / 'samples' / f'grid_seed{args.seed}.png')
     batch = s.batch(args.n)
-    x = s.sample(seed=args.seed, solver=args.solver, nfe=args.nfe, cfg_scale=args.cfg_scale, batch=batch)
-    save_figure(s.figure(x, batch), out)
+    into_run = out.resolve().is_relative_to(run_dir.resolve())
+    with writer_lock(run_dir, args) if into_run else nullcontext():
+        x = s.sample(seed=args.seed, solver=args.solver, nfe=args.nfe, cfg_scale=args.cfg_scale, batch=batch)
+        save_figure(s.figure(x, batch), out)
     print(f"wrote {len(x)} samples to {out}")
     return 0
 
@@ -328,10 +351,12 @@ def _end_processes():
 def main(argv=None) -> int:
     "Entry point of the `rectiflow` command; returns the exit code."
     from rectiflow.train import NonFiniteError
+    from rectiflow.rundir import WriteFailed
     argv = sys.argv[1:] if argv is None else argv
     try:
         parser = make_parser()
         args, rest = parser.parse_known_args(argv)
+        args.command_line = shlex.join(['rectiflow', *argv])
         if args.command == 'train': return cmd_train(args, rest)
         if args.command == 'gate': return cmd_gate(args, rest)
         if args.command == 'lr-find': return cmd_lr_find(args, rest)
@@ -344,6 +369,9 @@ def main(argv=None) -> int:
     except NonFiniteError as e:
         print(f"rectiflow: training stopped: {e}", file=sys.stderr)
         return 3
+    except WriteFailed as e:
+        print(f"rectiflow: write failed: {e}", file=sys.stderr)
+        return 5
     finally: _end_processes()
 
 # %% ../nbs/17_cli.ipynb #5ad51206

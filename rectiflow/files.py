@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset, DataLoader
-from .config import ConfigError, DataConfig, check
+from .config import ConfigError, DataConfig, check, check_ranges, ranged
 from .data import DataInfo, DataError, BadItems, EpochBatchSampler, group_figures, loader_options, make_loader
 
 # %% auto #0
@@ -96,15 +96,16 @@ LAYOUTS = ('square', 'bucket')
 @dataclass
 class ImageOptions:
     "How image files become items: their size and layout, their channels, the splits, and what to do with a bad file."
-    val_fraction: float = 0.2   # held-out share (by group where items carry one)
-    test_fraction: float = 0.0  # a test split held out beside val (by group where items carry one)
-    height: int = 0             # resize to this height (0: the first image's height)
+    val_fraction: float = ranged(0.2, gt=0, lt=1)   # held-out share (by group where items carry one)
+    test_fraction: float = ranged(0.0, ge=0, lt=1)  # a test split held out beside val (by group where items carry one)
+    height: int = ranged(0, ge=0)                   # resize to this height (0: the first image's height)
     # 'square' (short side to height, centre crop) or 'bucket' (width kept, batches of similar width)
     layout: str = 'square'
-    width_multiple: int = 4     # bucket layout: widths padded up to a multiple of this (a UNet needs 2**levels)
-    max_width: int = 0          # bucket layout: crop wider images to this width (0: no cap)
+    # bucket layout: widths padded up to a multiple of this (a UNet needs 2**levels)
+    width_multiple: int = ranged(4, gt=0)
+    max_width: int = ranged(0, ge=0)                # bucket layout: crop wider images to this width (0: no cap)
     # 0: every image must have the first one's mode (L or RGB); 1 or 3: convert to L or RGB
-    image_channels: int = 0
+    image_channels: int = ranged(0, ge=0, le=3)
     # folders without a manifest: a regex on the relative path whose first group names the item's group
     group_pattern: str = ''
     # decode every image once at load time, so a corrupt file fails before the run, not in it
@@ -115,8 +116,8 @@ class ImageOptions:
 # %% ../nbs/01b_files.ipynb #c3295325
 def check_image_options(o: ImageOptions, section: str = 'task') -> ImageOptions:
     "Raise `ConfigError` for image options that cannot work; return `o`."
-    check(0 < o.val_fraction < 1, f"{section}.val_fraction must lie in (0, 1), got {o.val_fraction}.")
-    check(0 <= o.test_fraction < 1 and o.val_fraction + o.test_fraction < 1,
+    check_ranges(o, section)
+    check(o.val_fraction + o.test_fraction < 1,
           f"{section}.test_fraction must lie in [0, 1) and leave training data beside {section}.val_fraction, "
           f"got {o.test_fraction}.")
     check(o.layout in LAYOUTS, f"Unknown {section}.layout {o.layout!r}; choose one of {', '.join(LAYOUTS)}.")

@@ -14,7 +14,7 @@ from torch.utils.data import Dataset, default_collate
 import matplotlib.pyplot as plt
 from diffusers import ModelMixin, ConfigMixin, UNet2DModel
 from diffusers.configuration_utils import register_to_config
-from .config import Config, ConfigError, EvalConfig, ScheduleConfig, check
+from .config import Config, ConfigError, EvalConfig, ScheduleConfig, check, ranged
 from .data import DataInfo
 from .embedded import digits_split
 from .metrics import psnr
@@ -246,9 +246,9 @@ def filler_strip(batch: dict, pred: torch.Tensor, names, threshold=DISPLAY_THRES
 @dataclass
 class FillerConfig:
     "The filler's options: the digits split its scenes come from, and the UNet's sizes."
-    val_fraction: float = 0.2   # held-out share of the digits (and so of the scenes)
+    val_fraction: float = ranged(0.2, gt=0, lt=1)   # held-out share of the digits (and so of the scenes)
     channels: tuple = (16, 32)  # the UNet's block widths (each divisible by its 8 norm groups)
-    layers: int = 1             # the UNet's layers per block
+    layers: int = ranged(1, gt=0)                   # the UNet's layers per block
 
 # %% ../nbs/10_filler.ipynb #8d94b330
 class FillerTask(Task):
@@ -275,7 +275,6 @@ class FillerTask(Task):
     def validate(cls, cfg: Config) -> Config:
         super().validate(cfg)
         o = cfg.task
-        check(0 < o.val_fraction < 1, f"task.val_fraction must lie in (0, 1), got {o.val_fraction}.")
         check(len(o.channels) > 0 and o.layers > 0,
               "task.channels must name at least one level and task.layers be positive.")
         return cfg

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 import matplotlib.pyplot as plt
 from torch.utils.data import default_collate
-from .config import Config, ConfigError, DataConfig, EvalConfig, FlowConfig, check
+from .config import Config, ConfigError, DataConfig, EvalConfig, FlowConfig, check, ranged
 from .data import DataInfo, TensorItems, EpochBatchSampler, BucketBatchSampler, pad_collate, item_sizes
 from .embedded import TOY_2D, toy_2d, digits_split
 from .files import ImageOptions, check_image_options, image_datasets
@@ -29,13 +29,13 @@ __all__ = ['DATASETS', 'FlowTaskConfig', 'is_data_path', 'data_choices', 'FlowTa
 class FlowTaskConfig(ImageOptions, FlowConfig):
     "The flow task's options: the data, the velocity model, and how image files are read."
     data: str = 'digits'        # a name in DATASETS, or a path: an image folder, a manifest .jsonl, a shards folder
-    n_train: int = 50_000       # 2-D sets: size of the fixed training set
-    n_val: int = 5_000          # 2-D sets: size of the held-out set
+    n_train: int = ranged(50_000, gt=0)     # 2-D sets: size of the fixed training set
+    n_val: int = ranged(5_000, gt=0)        # 2-D sets: size of the held-out set
     model: str = 'unet'         # one of MODEL_CLASSES (02_models)
     channels: tuple = (32, 64)  # unet: block widths; dit: (width,); mlp: (hidden,)
-    layers: int = 1             # unet: layers per block; dit: transformer blocks; mlp: hidden layers
+    layers: int = ranged(1, gt=0)           # unet: layers per block; dit: transformer blocks; mlp: hidden layers
     attention: bool = False     # unet: self-attention in the lower block
-    heads: int = 4              # dit: attention heads
+    heads: int = ranged(4, gt=0)            # dit: attention heads
     vae: str = ''               # latent shards: the AutoencoderKL that decodes samples ('': the one the shards record)
 
 # %% ../nbs/08_flow.ipynb #1890a7b5

@@ -5,6 +5,7 @@
 # %% ../nbs/15_gates.ipynb #624ae27b
 from __future__ import annotations
 import copy, datetime, hashlib, json, math, tempfile, time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -13,6 +14,7 @@ from torch.utils.data import Subset
 from .config import Config, ConfigError, GATE_NAMES, validate_config, config_to_dict
 from .data import DataInfo, make_loader
 from .vae import RECON_MIN_ACCURACY, load_vae, reconstruction_figures
+from .rundir import run_lock
 from .metrics import reference_classifier
 from .train import Trainer, FrozenDraws
 from .tasks import make_task, task_trainer
@@ -304,20 +306,23 @@ def parse_gate_names(names) -> list[str]:
 
 # %% ../nbs/15_gates.ipynb #beb20d13
 def run_gate(name: str, cfg: Config, run_dir=None, **options) -> GateResult:
-    "Run gate `name` on `cfg`; record it in `run_dir/gates.jsonl` if given."
+    "Run gate `name` on `cfg`; record it in `run_dir/gates.jsonl` if given (holding its lock: `06a_rundir`)."
     fn = GATES[parse_gate_names([name])[0]]
     t0 = time.time()
-    r = fn(cfg, run_dir=run_dir, **options)
-    r.seconds, r.config_digest = round(time.time() - t0, 2), config_digest(cfg)
-    r.time = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
-    if run_dir is not None: record_gate(r, run_dir)
+    with run_lock(run_dir) if run_dir is not None else nullcontext():
+        r = fn(cfg, run_dir=run_dir, **options)
+        r.seconds, r.config_digest = round(time.time() - t0, 2), config_digest(cfg)
+        r.time = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+        if run_dir is not None: record_gate(r, run_dir)
     return r
 
 # %% ../nbs/15_gates.ipynb #b62c5e8a
 def run_gates(names, cfg: Config, run_dir=None, echo=print, **options) -> list[GateResult]:
-    "Run the gates `names` ('data,overfit' or a list) in order; every result is echoed and recorded."
+    """Run the gates `names` ('data,overfit' or a list) in order; every result is echoed and recorded
+    (holding `run_dir`'s lock: `06a_rundir`)."""
     results = []
-    for name in parse_gate_names(names):
-        results.append(run_gate(name, cfg, run_dir, **options))
-        if echo: echo(f"{results[-1]}  [{results[-1].seconds:.1f}s]")
+    with run_lock(run_dir) if run_dir is not None else nullcontext():
+        for name in parse_gate_names(names):
+            results.append(run_gate(name, cfg, run_dir, **options))
+            if echo: echo(f"{results[-1]}  [{results[-1].seconds:.1f}s]")
     return results

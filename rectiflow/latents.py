@@ -12,7 +12,7 @@ from torch.utils.data import Dataset
 from diffusers import AutoencoderKL
 from safetensors import safe_open
 from safetensors.torch import save_file, load_file
-from .config import Config, ConfigError, FlowConfig, check
+from .config import Config, ConfigError, FlowConfig, check, ranged
 from .data import DataInfo, TensorItems, fingerprint
 from .embedded import digits_split
 from .shards import LatentStats
@@ -76,10 +76,10 @@ class VAEObjective:
 @dataclass
 class VAEConfig:
     "The VAE task's options: the digits split and the autoencoder's sizes."
-    val_fraction: float = 0.2   # held-out share of the digits
+    val_fraction: float = ranged(0.2, gt=0, lt=1)   # held-out share of the digits
     channels: tuple = (32, 64)  # block widths, one level each (each divisible by the 16 norm groups)
-    layers: int = 1             # layers per block
-    latent_channels: int = 4    # channels of the latent
+    layers: int = ranged(1, gt=0)                   # layers per block
+    latent_channels: int = ranged(4, gt=0)          # channels of the latent
 
 # %% ../nbs/09_latents.ipynb #4b72a75c
 def _reconstruct(model, x: torch.Tensor) -> torch.Tensor:
@@ -112,7 +112,6 @@ class VAETask(Task):
     def validate(cls, cfg: Config) -> Config:
         super().validate(cfg)
         o = cfg.task
-        check(0 < o.val_fraction < 1, f"task.val_fraction must lie in (0, 1), got {o.val_fraction}.")
         check(len(o.channels) > 0 and o.layers > 0 and o.latent_channels > 0,
               "task.channels must name at least one level; task.layers and task.latent_channels must be positive.")
         return cfg
@@ -216,12 +215,12 @@ class LatentDigitsConfig(FlowConfig):
     "The latent-digits task's options: the VAE and its latent cache, the split, and the velocity model."
     vae: str = ''               # the AutoencoderKL that encodes and decodes: a vae run's final/ (the CLI's --vae)
     latent_cache: str = ''      # where encoded latents are cached ('': default_latent_cache())
-    val_fraction: float = 0.2   # held-out share of the digits
+    val_fraction: float = ranged(0.2, gt=0, lt=1)   # held-out share of the digits
     model: str = 'dit'          # one of MODEL_CLASSES (02_models), an image model
     channels: tuple = (128,)    # dit: (width,); unet: block widths
-    layers: int = 4             # dit: transformer blocks; unet: layers per block
+    layers: int = ranged(4, gt=0)                   # dit: transformer blocks; unet: layers per block
     attention: bool = False     # unet: self-attention in the lower block
-    heads: int = 4              # dit: attention heads
+    heads: int = ranged(4, gt=0)                    # dit: attention heads
 
 # %% ../nbs/09_latents.ipynb #9bc5b92b
 class LatentDigitsTask(Task):
@@ -251,7 +250,6 @@ class LatentDigitsTask(Task):
                      "the final/ of a `rectiflow train --task vae` run.")
         check(o.model in MODEL_CLASSES and o.model != 'mlp',
               f"The latent-digits task needs an image model: task.model dit or unet, not {o.model!r}.")
-        check(0 < o.val_fraction < 1, f"task.val_fraction must lie in (0, 1), got {o.val_fraction}.")
         return cfg
 
     # --- data, and what the latents mean

@@ -15,7 +15,7 @@ from diffusers import ModelMixin, ConfigMixin
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
-from .config import Config, ConfigError, EvalConfig, FlowConfig, ScheduleConfig, check
+from .config import Config, ConfigError, EvalConfig, FlowConfig, ScheduleConfig, check, ranged
 from .data import DataInfo, pad_collate, BucketBatchSampler, item_sizes
 from .embedded import digits_split
 from .losses import interpolate, target_velocity, sample_t, masked_mse
@@ -353,12 +353,13 @@ def line_strip(batch: dict, samples: torch.Tensor, reads: list, title: str = '')
 @dataclass
 class LinesConfig(FlowConfig):
     "The lines task's options: its lines, the transformer's sizes, the guidance mode; and flow matching's."
-    n_train: int = 12_000           # training lines
-    n_val: int = 512                # validation lines
-    val_fraction: float = 0.2       # digits held out: the only source of the validation lines' glyphs
-    width: int = 128                # LineTransformer: token width
-    layers: int = 4                 # ... transformer blocks
-    heads: int = 4                  # ... attention heads (they must divide the width)
+    n_train: int = ranged(12_000, gt=0)             # training lines
+    n_val: int = ranged(512, gt=0)                  # validation lines
+    # digits held out: the only source of the validation lines' glyphs
+    val_fraction: float = ranged(0.2, gt=0, lt=1)
+    width: int = ranged(128, gt=0)                  # LineTransformer: token width
+    layers: int = ranged(4, gt=0)                   # ... transformer blocks
+    heads: int = ranged(4, gt=0)                    # ... attention heads (they must divide the width)
     guide: str = 'content'          # guidance against the content dropped (the style kept), or 'all' dropped
 
 # %% ../nbs/11_lines.ipynb #5650c185

@@ -5,7 +5,7 @@
 # %% ../nbs/14_lr_find.ipynb #0d8987bf
 from __future__ import annotations
 import copy, json, math, tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import numpy as np
@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from .config import Config, ConfigError
 from .schedules import exponential_ramp_lr
 from .checkpoint import read_jsonl
+from .rundir import run_lock
 from .train import Trainer, NonFiniteError
 from .tasks import task_trainer
 
@@ -218,21 +219,22 @@ def lr_find(cfg: Config | None, lo: float = 1e-6, hi: float = 1.0, steps: int = 
     if cfg is None and trainer is None: raise ConfigError("lr_find needs a config or a trainer; pass one.")
     if method not in ('valley', 'steepest'):
         raise ConfigError(f"Unknown suggestion method {method!r}; choose valley or steepest.")
-    with tempfile.TemporaryDirectory() as tmp:
-        tr = trainer or _scratch_trainer(cfg, tmp, datasets, model)
-        log = None
-        if run_dir is not None and tr.is_main:
-            Path(run_dir).mkdir(parents=True, exist_ok=True)
-            log = open(Path(run_dir) / 'lr_find.jsonl', 'w')
-        write = (lambda rec: (log.write(json.dumps(rec) + '\n'), log.flush())) if log else None
-        try:
-            with preserved(tr):
-                lrs, losses, smoothed, diverged_at = run_ramp(tr, lo, hi, steps, diverge, beta, progress, write)
-            steep, valley = steepest_lr(lrs, smoothed, span), valley_lr(lrs, smoothed, back, tol)
-            pick = valley if method == 'valley' else steep
-            res = LRFindResult(lrs, losses, smoothed, steep, valley, pick, method, diverged_at,
-                               has_descent(losses, smoothed, pick, min_drop), lo, hi, steps)
-            if write: write(res.summary())
-        finally:
-            if log: log.close()
+    with run_lock(run_dir) if run_dir is not None else nullcontext():             # it writes into the run (06a_rundir)
+        with tempfile.TemporaryDirectory() as tmp:
+            tr = trainer or _scratch_trainer(cfg, tmp, datasets, model)
+            log = None
+            if run_dir is not None and tr.is_main:
+                Path(run_dir).mkdir(parents=True, exist_ok=True)
+                log = open(Path(run_dir) / 'lr_find.jsonl', 'w')
+            write = (lambda rec: (log.write(json.dumps(rec) + '\n'), log.flush())) if log else None
+            try:
+                with preserved(tr):
+                    lrs, losses, smoothed, diverged_at = run_ramp(tr, lo, hi, steps, diverge, beta, progress, write)
+                steep, valley = steepest_lr(lrs, smoothed, span), valley_lr(lrs, smoothed, back, tol)
+                pick = valley if method == 'valley' else steep
+                res = LRFindResult(lrs, losses, smoothed, steep, valley, pick, method, diverged_at,
+                                   has_descent(losses, smoothed, pick, min_drop), lo, hi, steps)
+                if write: write(res.summary())
+            finally:
+                if log: log.close()
     return res

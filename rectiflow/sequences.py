@@ -16,7 +16,7 @@ from diffusers import ModelMixin, ConfigMixin
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
-from .config import Config, ConfigError, FlowConfig, EvalConfig, ScheduleConfig, check
+from .config import Config, ConfigError, FlowConfig, EvalConfig, ScheduleConfig, check, ranged
 from .data import DataInfo, pad_collate, mask_key, FrameBudgetSampler, item_sizes
 from .losses import interpolate, target_velocity, sample_t, masked_mse
 from .sampling import integrate
@@ -348,12 +348,12 @@ def sequence_strip(lang: Language, batch: dict, samples: torch.Tensor, title: st
 @dataclass
 class SequencesConfig(FlowConfig):
     "The sequences task's options: its utterances and the frame transformer's sizes; and flow matching's."
-    n_train: int = 2000             # training utterances
-    n_val: int = 200                # validation utterances (and their second rendering: real speech)
-    width: int = 64                 # SequenceVelocity: width
-    layers: int = 3                 # ... transformer blocks
-    heads: int = 4                  # ... attention heads (they must divide the width)
-    cond_dropout: float = 0.0       # must stay 0: there is no null alignment to drop to
+    n_train: int = ranged(2000, gt=0)               # training utterances
+    n_val: int = ranged(200, gt=0)                  # validation utterances (and their second rendering: real speech)
+    width: int = ranged(64, gt=0)                   # SequenceVelocity: width
+    layers: int = ranged(3, gt=0)                   # ... transformer blocks
+    heads: int = ranged(4, gt=0)                    # ... attention heads (they must divide the width)
+    cond_dropout: float = ranged(0.0, ge=0, lt=1)   # must stay 0: there is no null alignment to drop to
 
 # %% ../nbs/12_sequences.ipynb #5551069e
 class SequencesTask(Task):

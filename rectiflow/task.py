@@ -4,6 +4,7 @@
 
 # %% ../nbs/06d_task.ipynb #c3bab515
 from __future__ import annotations
+import os
 from pathlib import Path
 import torch
 import matplotlib.pyplot as plt
@@ -158,7 +159,14 @@ class Task:
 
 # %% ../nbs/06d_task.ipynb #adce606e
 def save_figure(fig, path):
-    "Write matplotlib `fig` to `path` (folders made as needed) and close it."
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches='tight')
-    plt.close(fig)
+    "Write matplotlib `fig` to `path` atomically (folders made as needed) and close it."
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.tmp')
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip('.') or 'png', dpi=100, bbox_inches='tight')
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally: plt.close(fig)

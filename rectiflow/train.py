@@ -5,7 +5,7 @@
 # %% ../nbs/07_train.ipynb #7e2238ee
 from __future__ import annotations
 import copy, json, math, os, shutil, signal, threading, time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 import numpy as np
 import torch
@@ -20,15 +20,17 @@ from .models import n_params
 from .task import Task, save_figure
 from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl,
                                   export_model, git_commit, library_versions, GeneratorState, publish_checkpoint,
-                                  check_resumable, checkpoint_weights)
+                                  check_resumable, checkpoint_weights, checkpoint_dirs)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
+from .rundir import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
+                              check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
 
 # %% auto #0
-__all__ = ['NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed', 'evaluation_record',
-           'truncate_metrics', 'RunLog', 'Checkpointer', 'mixed_precision', 'stream_seeds', 'Trainer', 'ProgressOutput',
-           'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'default_callbacks', 'FrozenDraws',
-           'profiler_activities', 'operator_rows', 'profile_steps']
+__all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed',
+           'evaluation_record', 'truncate_metrics', 'RunLog', 'run_figures', 'Checkpointer', 'mixed_precision',
+           'stream_seeds', 'Trainer', 'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint',
+           'DiskFull', 'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -44,6 +46,7 @@ class Callback:
     def on_record(self, trainer, record: dict): pass            # every record appended to metrics.jsonl
     def on_eval(self, trainer, record: dict): pass              # after each evaluation, its record
     def on_checkpoint_written(self, trainer, path: Path): pass  # a checkpoint in `path`, not yet published
+    def on_export_written(self, trainer, name: str, path: Path): pass   # export `name` in `path`, not yet published
     def on_fit_end(self, trainer, end: dict | None): pass       # the last record (None: it failed); always called
 
 # %% ../nbs/07_train.ipynb #c4a1b004
@@ -140,7 +143,16 @@ class RunLog:
 
     def run_info(self, info: dict):
         "Rewrite `run_info.json` (atomically)."
-        if self.is_main: write_json_atomic(self.run_dir / 'run_info.json', info)
+        if not self.is_main: return
+        with writing('run_info.json', self.run_dir / 'run_info.json'):
+            write_json_atomic(self.run_dir / 'run_info.json', info)
+
+# %% ../nbs/07_train.ipynb #59f4670c
+MACHINE_FIELDS = ('time', 'items_per_s', 'train_seconds', 'quality_seconds', *MEMORY_FIELDS)
+
+def run_figures(record: dict) -> dict:
+    "`record` without the fields that measure the machine: what two runs of one seed have in common."
+    return {k: v for k, v in record.items() if k not in MACHINE_FIELDS}
 
 # %% ../nbs/07_train.ipynb #081d1f27
 class Checkpointer:
@@ -149,18 +161,31 @@ class Checkpointer:
         self.root, self.keep_last = Path(run_dir) / 'checkpoints', keep_last
 
     def save(self, tr) -> Path:
-        "Write `tr`'s state to checkpoints/step_NNNNNN; every process takes part."
+        "Write `tr`'s state to checkpoints/step_NNNNNN; every process takes part; a failed write changes nothing."
         final, tmp = self.root / f'step_{tr.step:06d}', self.root / f'.tmp_step_{tr.step:06d}'
         if tr.is_main and tmp.exists(): shutil.rmtree(tmp)
         tr.accelerator.wait_for_everyone()
-        tr.accelerator.save_state(tmp, safe_serialization=True)    # the tensors of tr.state_dict(), sharded as trained
-        tr.accelerator.wait_for_everyone()
-        if tr.is_main:
-            write_json_atomic(tmp / 'trainer_state.json', tr.checkpoint_state())
-            tr.callbacks('on_checkpoint_written', tr, tmp)
-            publish_checkpoint(tmp, final, self.keep_last)
-        tr.accelerator.wait_for_everyone()
+        # the tensors of tr.state_dict(), sharded as trained
+        failed = attempt(lambda: tr.accelerator.save_state(tmp, safe_serialization=True), tmp)
+        self._agree(tr, failed, final, tmp)
+        if tr.is_main: failed = attempt(lambda: self._publish(tr, tmp, final), tmp)
+        self._agree(tr, failed, final, tmp)
         return final
+
+    def _publish(self, tr, tmp: Path, final: Path):
+        write_json_atomic(tmp / 'trainer_state.json', tr.checkpoint_state())
+        tr.callbacks('on_checkpoint_written', tr, tmp)
+        publish_checkpoint(tmp, final, self.keep_last)
+
+    def _agree(self, tr, failed: OSError | None, final: Path, tmp: Path):
+        "Whether any process failed to write (in place of a barrier); if one did, the temporary folder goes, all raise."
+        acc = tr.accelerator
+        if acc.num_processes > 1:
+            flag = torch.tensor([float(failed is not None)], device=acc.device)
+            if acc.reduce(flag, 'max').item() and failed is None: failed = OSError('failed on another process')
+        if failed is None: return
+        if tr.is_main: shutil.rmtree(tmp, ignore_errors=True)
+        raise WriteFailed(f'checkpoint {final.name}', tmp, failed)
 
     def load(self, tr, path):
         "Continue `tr` from the checkpoint at `path`."
@@ -172,8 +197,10 @@ class Checkpointer:
 
     def export(self, tr, name: str, **info):
         "Export `tr`'s EMA weights to `name/` (`best`, `final`) with what it says of itself (`export_info`): rank 0's."
-        if tr.is_main:
-            with tr.ema_weights() as m: export_model(m, tr.run_dir, name, tr.export_info(**info))
+        if not tr.is_main: return
+        written = lambda folder: tr.callbacks('on_export_written', tr, name, folder)
+        with writing(f'the {name}/ export', tr.run_dir / name), tr.ema_weights() as m:
+            export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written)
 
 # %% ../nbs/07_train.ipynb #e32ca4e1
 def mixed_precision(precision: str) -> str:
@@ -477,7 +504,9 @@ class Trainer:
             b = self.strip_batch
             with self.ema_weights() as m: x = self.task.sample(m, b, 20_000 + self.cfg.run.seed)
             fig = self.task.strip_figure(x, b, f'step {self.step}')
-            if fig is not None: save_figure(fig, self.run_dir / 'samples' / f'step_{self.step:06d}.png')
+            path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
+            with writing(f'the sample strip of step {self.step}', path):
+                if fig is not None: save_figure(fig, path)
         self.accelerator.wait_for_everyone()                        # slow sampling cannot trip the other ranks' timeout
 
     def maybe_checkpoint(self):
@@ -489,9 +518,10 @@ class Trainer:
 
     # --- the run
     def record(self, record: dict) -> dict:
-        "Log `record` (metrics.jsonl, in memory) and hand it to the callbacks."
-        record = self.log.record(self.step, record)
-        self.callbacks('on_record', self, record)
+        "Log `record` (metrics.jsonl, in memory) and hand it to the callbacks (heartbeat, tracker: writers too)."
+        with writing(f'the record of step {self.step}', self.run_dir / 'metrics.jsonl'):
+            record = self.log.record(self.step, record)
+            self.callbacks('on_record', self, record)
         return record
 
     def run_facts(self, status: str, **extra) -> dict:
@@ -503,33 +533,43 @@ class Trainer:
                 'init_from': str(self.init_from) if self.init_from else None, **extra}
 
     def fit(self) -> dict:
-        "Train to `run.steps` (or `run.max_steps`); the final record, or the one that says how the run stopped."
-        end = None
-        self._start()
-        try:
-            if self.step == 0: self.maybe_evaluate(force=True)
-            for loss, grad_norm in self.optimizer_steps():
-                self._log_step(loss, grad_norm)
-                self.callbacks('on_step_end', self)
-                if self.step < self.end_step:
-                    self.maybe_evaluate()
-                    self.maybe_sample()
-                    self.maybe_checkpoint()
-                if self.step >= self.end_step or self.rules.status != 'running': break
-                if self._stop_requested():
-                    end = self._stop()
-                    return end
-            end = self._abort() if self.rules.status == 'aborted' else self._finish()
+        """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`06a_rundir`);
+        the final record, or the one that says how the run stopped."""
+        with run_lock(self.run_dir):
+            self._start()
+            try: end = self._train()
+            except BaseException as e:
+                self._end(None, failure=e)
+                raise
+            self._end(end)
             return end
-        except BaseException as e:
-            self.log.run_info(self.run_facts('failed', reason=f'{type(e).__name__}: {e}'))
-            raise
-        finally:
-            for sig, h in self._handlers.items(): signal.signal(sig, h)
-            self.callbacks('on_fit_end', self, end)
+
+    def _train(self) -> dict:
+        "The loop: step 0's evaluation, then optimizer steps with their records, evaluations, strips and checkpoints."
+        if self.step == 0: self.maybe_evaluate(force=True)
+        for loss, grad_norm in self.optimizer_steps():
+            self._log_step(loss, grad_norm)
+            self.callbacks('on_step_end', self)
+            if self.step < self.end_step:
+                self.maybe_evaluate()
+                self.maybe_sample()
+                self.maybe_checkpoint()
+            if self.step >= self.end_step or self.rules.status != 'running': break
+            if self._stop_requested(): return self._stop()
+        return self._abort() if self.rules.status == 'aborted' else self._finish()
+
+    def _end(self, end: dict | None, failure: BaseException | None = None):
+        "Put the signal handlers back; after a failure, say so in run_info.json; tell the callbacks how it ended."
+        for sig, h in self._handlers.items(): signal.signal(sig, h)
+        if failure is None: return self.callbacks('on_fit_end', self, end)
+        with suppress(WriteFailed, OSError):            # the first fault is the one to report, not its echo
+            self.log.run_info(self.run_facts('failed', reason=f'{type(failure).__name__}: {failure}'))
+        with suppress(WriteFailed, OSError): self.callbacks('on_fit_end', self, None)
 
     def _start(self):
-        "A new run's directory and config, or a resumed run's log cut back to its step; the callbacks; the signals."
+        """Room on the disk; a new run's directory and config, or a resumed run's log cut back to its step;
+        the callbacks; the signals."""
+        main_decides(self._check_space)
         if self.is_main and self.resume is None:
             prepare_run_dir(self.run_dir, self.cfg.run.overwrite)
             save_config(self.cfg, self.run_dir / 'config.json')
@@ -539,6 +579,15 @@ class Trainer:
         self.log.run_info(self.run_facts('running'))
         self._handlers, self._t_log, self._items_log = self._catch_signals(), time.time(), self.items_done
 
+    def _check_space(self):
+        "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`06a_rundir`)."
+        c, d = self.cfg, self.run_dir
+        export, ckpt = run_sizes(self.unwrapped)
+        resumed = self.resume is not None
+        have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
+        free = c.debug.free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite else 0)
+        check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
+
     def _log_step(self, loss, grad_norm):
         "Keep the step's loss; at a log step, the train record of the losses since the last one."
         self.pending_losses.append(loss)
@@ -547,7 +596,8 @@ class Trainer:
         self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
                      'lr': self.scheduler.get_last_lr()[0],
                      'grad_norm': float(grad_norm) if grad_norm is not None else None,
-                     'items_per_s': (self.items_done - self._items_log) / max(now - self._t_log, 1e-9)})
+                     'items_per_s': (self.items_done - self._items_log) / max(now - self._t_log, 1e-9),
+                     **memory_figures(self.accelerator.device)})
         self.pending_losses, self._t_log, self._items_log = [], now, self.items_done
 
     def _catch_signals(self) -> dict:
@@ -582,7 +632,7 @@ class Trainer:
     def _finish(self) -> dict:
         "The last evaluation, strip and checkpoint; the final export and quality figures; the final record."
         train_seconds = time.time() - self.log.t_start
-        self.maybe_evaluate(force=True)
+        if self.last_eval_step != self.step: self.maybe_evaluate(force=True)  # not again on a resume from it
         if self.rules.status == 'aborted': return self._abort()
         self.maybe_sample(force=True)
         self.save_checkpoint()
@@ -629,7 +679,8 @@ class Heartbeat(Callback):
     "`heartbeat.json`, rewritten atomically at every train record: its age tells a watcher the run is alive (rank 0)."
     def on_record(self, tr, r):
         if not (tr.is_main and r['kind'] == 'train'): return
-        beat = {'step': tr.step, 'total': tr.end_step, 'loss': r['loss'], 'best': tr.best, 'time': time.time()}
+        beat = {'step': tr.step, 'total': tr.end_step, 'loss': r['loss'], 'best': tr.best, 'time': time.time(),
+                **{k: r[k] for k in MEMORY_FIELDS if k in r}}
         write_json_atomic(tr.run_dir / 'heartbeat.json', beat)
 
 # %% ../nbs/07_train.ipynb #d7c00008
@@ -652,12 +703,32 @@ class SlowCheckpoint(Callback):
     def __init__(self, seconds: float): self.seconds = seconds
     def on_checkpoint_written(self, tr, path): time.sleep(self.seconds)
 
+class DiskFull(Callback):
+    """Fault injection (`debug.fail_checkpoint_at`, `fail_export_at`, `fail_record_at`): a full disk inside
+    the checkpoint write of a step, the first export at or after a step, or a record of a step."""
+    def __init__(self, checkpoint_at: int = 0, export_at: int = 0, record_at: int = 0):
+        self.checkpoint_at, self.export_at, self.record_at = checkpoint_at, export_at, record_at
+
+    def on_checkpoint_written(self, tr, path):
+        if self.checkpoint_at and tr.step == self.checkpoint_at: raise disk_full(path / 'trainer_state.json')
+
+    def on_export_written(self, tr, name, path):
+        if not self.export_at or tr.step < self.export_at: return
+        self.export_at = 0
+        raise disk_full(path / 'model')
+
+    def on_record(self, tr, r):
+        if self.record_at and tr.is_main and tr.step == self.record_at: raise disk_full(tr.run_dir / 'metrics.jsonl')
+
 # %% ../nbs/07_train.ipynb #d7c0000d
 def default_callbacks(cfg: Config) -> list[Callback]:
     "What every run has (progress, heartbeat, tracker) and the fault injections `cfg.debug` asks for."
     cbs = [ProgressOutput(), Heartbeat(), TrackerOutput()]
     if cfg.debug.nan_at_step: cbs.append(PoisonLoss(cfg.debug.nan_at_step, cfg.debug.nan_rank))
     if cfg.debug.checkpoint_delay: cbs.append(SlowCheckpoint(cfg.debug.checkpoint_delay))
+    d = cfg.debug
+    if d.fail_checkpoint_at or d.fail_export_at or d.fail_record_at:
+        cbs.append(DiskFull(d.fail_checkpoint_at, d.fail_export_at, d.fail_record_at))
     return cbs
 
 # %% ../nbs/07_train.ipynb #1ecfe125
@@ -689,6 +760,9 @@ def operator_rows(prof, limit: int = 60) -> list[dict]:
 def profile_steps(tr: Trainer, steps: int) -> Path:
     "Run `steps` optimizer steps of `tr` under `torch.profiler` (after a warm-up step); tables, trace in RUN/profile/."
     if steps < 1: raise ConfigError(f"run.profile_steps must be >= 1 to profile, not {steps}.")
+    with run_lock(tr.run_dir): return _profile(tr, steps)
+
+def _profile(tr: Trainer, steps: int) -> Path:
     out = tr.run_dir / 'profile'
     if tr.is_main:
         prepare_run_dir(tr.run_dir, tr.cfg.run.overwrite)

@@ -13,6 +13,7 @@ from IPython.display import display
 from .config import Config, ConfigError, config_from_dict, read_config_dict
 from .checkpoint import checkpoint_dirs, config_differences, is_run_dir, read_jsonl
 from .lr_find import lr_find, smooth_losses, format_suggestion, LRFindResult
+from .rundir import MEMORY_FIELDS
 
 # %% auto #0
 __all__ = ['IN_TEST', 'run_config', 'read_records', 'RunCurves', 'run_curves', 'plot_curves', 'figure_png', 'expand_runs',
@@ -42,6 +43,7 @@ class RunCurves:
     val_ema: tuple = ((), ())
     floor: float | None = None       # the untrained model's EMA validation loss
     events: dict = field(default_factory=dict)   # kind -> steps: checkpoint, best, plateau, aborted, frozen, stopped
+    memory: dict = field(default_factory=dict)   # record field -> (steps, MB): host_free_mb, rss_mb, device_peak_mb
 
 # %% ../nbs/16_widgets.ipynb #f70ab651
 def _xy(recs, key):
@@ -72,7 +74,8 @@ def run_curves(run_dir, beta: float = 0.9) -> RunCurves:
     for kind in ('plateau', 'aborted', 'frozen', 'stopped'):
         events[kind] = [r['step'] for r in recs if r.get('kind') == kind]
     return RunCurves(run_dir.name, (steps, losses), (steps, tuple(smooth_losses(losses, beta))), _xy(trains, 'lr'),
-                     _xy(vals, 'val_loss'), _xy(vals, 'val_loss_ema'), floor, events)
+                     _xy(vals, 'val_loss'), _xy(vals, 'val_loss_ema'), floor, events,
+                     {k: _xy(trains, k) for k in MEMORY_FIELDS if any(k in r for r in trains)})
 
 # %% ../nbs/16_widgets.ipynb #c75f5bd9
 _EVENT_STYLE = {'plateau': dict(color='tab:orange', ls='--'), 'aborted': dict(color='red', lw=2),
@@ -87,11 +90,28 @@ def _plot_events(ax, c: RunCurves, color):
     for kind, style in _EVENT_STYLE.items():
         for s in c.events.get(kind, []): ax.axvline(s, alpha=0.7, **style)
 
+# %% ../nbs/16_widgets.ipynb #c1276b73
+_MEMORY_STYLE = {'rss_mb': ('-', 'resident'), 'host_free_mb': ('--', 'host free'),
+                 'device_peak_mb': (':', 'device peak')}
+
+def _plot_memory(ax, curves: list[RunCurves]):
+    for i, c in enumerate(curves):
+        for k, (steps, mb) in c.memory.items():
+            ls, what = _MEMORY_STYLE[k]
+            ax.plot(steps, mb, ls=ls, color=f'C{i}', lw=1, label=f'{c.name} {what}')
+    ax.set_ylabel('memory (MB)')
+    if any(c.memory for c in curves):
+        ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.12, 1.0), frameon=False)
+
 # %% ../nbs/16_widgets.ipynb #c1276b74
-def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4)):
-    "One figure with the loss curves of `curves` (several runs overlaid) and the LR on a second axis."
+def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4), memory: bool = False):
+    "One figure with the loss curves of `curves` (several runs overlaid), the LR on a second axis; memory below."
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=figsize)
+    if memory:
+        fig, (ax, ax_mem) = plt.subplots(2, 1, figsize=(figsize[0], figsize[1] * 1.5), sharex=True,
+                                         gridspec_kw={'height_ratios': [2, 1]})
+        _plot_memory(ax_mem, curves)
+    else: fig, ax = plt.subplots(figsize=figsize)
     ax_lr = ax.twinx()
     for i, c in enumerate(curves):
         col = f'C{i}'
@@ -103,7 +123,7 @@ def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4)):
         ax_lr.plot(*c.lr, color=col, ls=':', lw=1, alpha=0.6)
         _plot_events(ax, c, col)
     if log: ax.set_yscale('log')
-    ax.set_xlabel('optimizer step')
+    (ax_mem if memory else ax).set_xlabel('optimizer step')
     ax.set_ylabel('loss')
     ax_lr.set_ylabel('lr (dotted)')
     if curves: ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.12, 1.0), frameon=False)
@@ -152,17 +172,19 @@ class Poller:
 # %% ../nbs/16_widgets.ipynb #1e772a94
 class LossCurves:
     "Live loss curves of one or more runs: smoothed train loss, validation raw and EMA, floor, LR, events."
-    def __init__(self, *paths, beta: float = 0.9, log: bool = True, every: float = 5.0):
+    def __init__(self, *paths, beta: float = 0.9, log: bool = True, every: float = 5.0, memory: bool = False):
         self.paths, self.beta, self.curves, self._seen = list(paths), beta, [], None
         self.button = W.Button(description='Refresh', icon='refresh')
         self.log = W.Checkbox(value=log, description='log scale', indent=False)
+        self.memory = W.Checkbox(value=memory, description='memory', indent=False)
         self.auto = W.Checkbox(value=True, description='auto-refresh', indent=False)
         self.status, self.image = W.HTML(), W.Image(format='png')
         self.image.add_class('rectiflow-curves-plot')
-        self.widget = W.VBox([W.HBox([self.button, self.log, self.auto, self.status]), self.image])
+        self.widget = W.VBox([W.HBox([self.button, self.log, self.memory, self.auto, self.status]), self.image])
         self.widget.add_class('rectiflow-loss-curves')
         self.button.on_click(lambda _: self.refresh())
         self.log.observe(lambda _: self.refresh(), 'value')
+        self.memory.observe(lambda _: self.refresh(), 'value')
         self.refresh()
         self.poller = Poller(self._refresh_if_changed, every, lambda: self.auto.value)
 
@@ -174,7 +196,7 @@ class LossCurves:
         dirs = self.run_dirs
         self._seen = _mtimes(dirs)
         self.curves = [run_curves(d, self.beta) for d in dirs if (d / 'metrics.jsonl').exists()]
-        self.image.value = figure_png(plot_curves(self.curves, self.log.value))
+        self.image.value = figure_png(plot_curves(self.curves, self.log.value, memory=self.memory.value))
         waiting = [d.name for d in dirs if not (d / 'metrics.jsonl').exists()]
         self.status.value = (f"{len(self.curves)} run(s)" + (f"; waiting for {', '.join(waiting)}" if waiting else '')
                              + f"; {time.strftime('%H:%M:%S')}")

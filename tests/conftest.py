@@ -1,6 +1,7 @@
 import io, os, shutil, socket, sys, subprocess
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 import pytest
 
 BIN = Path(sys.executable).parent
@@ -39,6 +40,12 @@ def main_in_process(*args, cwd=None) -> tuple[int, str, str]:
     finally: os.chdir(here)
     return code, out.getvalue(), err.getvalue()
 
+def cli_in_process(*args, cwd=None) -> SimpleNamespace:
+    """`run_cli`'s answer (returncode, stdout, stderr) from `main_in_process`: for a test's later commands, whose
+    process start (seconds of imports) its first command, run as a user runs it, has already shown."""
+    code, out, err = main_in_process(*args, cwd=cwd)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
 @pytest.fixture(scope='session')
 def tiny_run(tmp_path_factory):
     "One tiny moons run (20 steps, checkpoints at 10 and 20) for the tests that only read a finished run."
@@ -50,6 +57,21 @@ def tiny_run(tmp_path_factory):
 def copy_run(run, to) -> Path:
     "A copy of finished run `run` at `to`, for a test that changes it."
     return Path(shutil.copytree(run, to))
+
+@contextmanager
+def lock_held(*dirs, command='the other writer'):
+    "Another process holding the run locks of `dirs` for the block (killed with SIGKILL after it); the process."
+    code = ('import contextlib\nfrom rectiflow.rundir import run_lock\nwith contextlib.ExitStack() as s:\n'
+            f'    for d in {[str(d) for d in dirs]!r}: s.enter_context(run_lock(d, {command!r}))\n'
+            "    print('held', flush=True)\n    input()")
+    proc = subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    try:
+        assert proc.stdout.readline() == 'held\n', 'the holder could not take the locks'
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 # The digits default, short: a golden case (tests/test_golden.py), and the run the README's examples are tried on.
 DIGITS_SHORT = ['--steps', '60', '--run.log_every', '20', '--eval.every', '30', '--eval.sample_every', '60',
@@ -68,6 +90,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: minutes-long; skipped unless pytest --slow (make test-slow)')
+    # matplotlib's own, raised by the in-process commands' figures (numpy 2's __array__ copy keyword): not ours to fix
+    config.addinivalue_line('filterwarnings', "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning")
 
 
 # `make test` runs pytest on two workers (pytest-xdist, --dist loadgroup): a module's tests stay on one worker, so its

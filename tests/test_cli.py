@@ -2,7 +2,7 @@
 import json, sys
 from pathlib import Path
 import pytest
-from conftest import run_cli, main_in_process, TINY_MOONS, BIN
+from conftest import run_cli, main_in_process, TINY_MOONS, BIN, cli_in_process
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -18,7 +18,7 @@ def test_train_then_sample_writes_a_complete_run(tmp_path):
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
     kinds = [r['kind'] for r in records(run)]
     assert kinds.count('final') == 1 and kinds.count('train') == 4
-    p = run_cli('sample', run, '--n', '300', '--seed', '1')
+    p = cli_in_process('sample', run, '--n', '300', '--seed', '1')
     assert p.returncode == 0, p.stderr
     assert (run / 'samples' / 'grid_seed1.png').stat().st_size > 1000
 
@@ -83,14 +83,14 @@ def test_overwrite_replaces_a_previous_run(tmp_path):
     run = tmp_path / 'run'
     assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
     (run / 'metrics.jsonl').write_text('{"stale": true}\n')
-    p = run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run, '--overwrite')
+    p = cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run, '--overwrite')
     assert p.returncode == 0, p.stderr
     assert all('stale' not in r for r in records(run))
 
 def test_config_file_round_trip(tmp_path):
     run = tmp_path / 'a'
     assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run, '--optim.lr', '0.002').returncode == 0
-    p = run_cli('train', '--config', run / 'config.json', '--out', tmp_path / 'b', '--no-progress')
+    p = cli_in_process('train', '--config', run / 'config.json', '--out', tmp_path / 'b', '--no-progress')
     assert p.returncode == 0, p.stderr
     a, b = (json.loads((tmp_path / d / 'config.json').read_text()) for d in 'ab')
     a['run']['out'] = b['run']['out']

@@ -1,7 +1,7 @@
 "Gates, the range test, evaluate and the evaluation rules through the `rectiflow` command, as a user runs them."
 import json
 from pathlib import Path
-from conftest import run_cli, main_in_process, TINY_MOONS
+from conftest import run_cli, main_in_process, TINY_MOONS, cli_in_process
 
 def gate_records(run):
     return [json.loads(l) for l in (Path(run) / 'gates.jsonl').read_text().splitlines()]
@@ -30,7 +30,7 @@ def test_train_refuses_when_a_gate_fails_and_force_trains_anyway(tmp_path):
     args = ['train', *TINY_MOONS, '--steps', '20', '--out', run, '--gates', 'overfit', '--optim.lr', '1e-7', '--schedule.min_lr', '0']
     p = run_cli(*args)
     assert p.returncode == 1 and 'not training: gate overfit failed' in p.stderr, p.stderr
-    assert sorted(x.name for x in run.iterdir()) == ['gates', 'gates.jsonl']          # nothing trained
+    assert sorted(x.name for x in run.iterdir()) == ['.lock', '.lock_holder.json', 'gates', 'gates.jsonl']   # nothing trained
     p = run_cli(*args, '--force')
     assert p.returncode == 0, p.stderr
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
@@ -46,11 +46,11 @@ def test_train_with_passing_gates_trains(tmp_path):
 def test_evaluate_reproduces_the_logged_validation_figures(tmp_path, tiny_run):
     run = tiny_run
     vals = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines() if '"val"' in l]
-    p = run_cli('evaluate', run / 'checkpoints' / 'step_000020', '--json')
+    p = cli_in_process('evaluate', run / 'checkpoints' / 'step_000020', '--json')
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)
     assert (rec['step'], rec['val_loss'], rec['val_loss_ema']) == (20, vals[-1]['val_loss'], vals[-1]['val_loss_ema'])
-    p = run_cli('evaluate', run, '--quality')
+    p = cli_in_process('evaluate', run, '--quality')
     assert p.returncode == 0 and 'val_loss_ema' in p.stdout and 'w2' in p.stdout, p.stderr
     code, _, err = main_in_process('evaluate', tmp_path / 'nothing')
     assert code == 2 and 'is not a checkpoint' in err
@@ -61,7 +61,7 @@ def test_max_steps_stops_the_loop_and_resume_finishes_the_schedule(tmp_path):
     assert p.returncode == 0, p.stderr
     assert 'status max_steps at step 20' in p.stdout and 'rectiflow train --resume' in p.stdout
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'max_steps'
-    p = run_cli('train', '--resume', '--out', run, '--no-progress', '--max-steps', '0')
+    p = cli_in_process('train', '--resume', '--out', run, '--no-progress', '--max-steps', '0')
     assert p.returncode == 0, p.stderr
     info = json.loads((run / 'run_info.json').read_text())
     assert info['status'] == 'completed' and info['final']['step'] == 40
@@ -85,7 +85,7 @@ def test_lr_find_command_suggests_and_records(tmp_path):
     assert recs[-1]['kind'] == 'suggestion' and recs[-1]['has_descent'] and len(recs) > 10
     assert f"{recs[-1]['suggestion']:.2g}" in p.stdout
     # the run directory still takes a new run: the range test's records are pre-run records
-    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
+    assert cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
     assert (run / 'lr_find.jsonl').exists()
 
 def test_lr_find_command_fails_with_exit_1_on_a_range_without_descent(tmp_path):

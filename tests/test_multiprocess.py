@@ -77,3 +77,38 @@ def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
     info = json.loads((run / 'run_info.json').read_text())
     assert info['status'] == 'failed' and 'NonFiniteError' in info['reason']
     assert (run / 'checkpoints' / 'step_000010').is_dir()
+
+RANKS_AND_THE_LOCK = '''
+import sys, torch
+from rectiflow.config import ConfigError
+from rectiflow.rundir import acquire, processes, release, run_lock
+free, held = sys.argv[1:3]
+rank = processes().process_index
+with run_lock(free):
+    try:
+        release(acquire(free))
+        print(f'rank {rank}: the lock is mine', flush=True)
+    except ConfigError:
+        print(f'rank {rank}: the lock is another process', flush=True)
+    processes().wait_for_everyone()
+try:
+    with run_lock(held): print(f'rank {rank}: took a held lock', flush=True)
+except ConfigError as e: print(f'rank {rank}: refused: {e}', flush=True)
+torch.distributed.destroy_process_group()
+'''
+
+def test_two_processes_hold_one_lock_on_rank_0_and_both_hear_a_refusal(tmp_path):
+    import subprocess, os
+    from conftest import lock_held
+    script, free, held = tmp_path / 'ranks.py', tmp_path / 'free', tmp_path / 'held'
+    script.write_text(RANKS_AND_THE_LOCK)
+    with lock_held(held) as holder:
+        p = subprocess.run([str(BIN / 'torchrun'), '--nproc_per_node', '2', '--master_port', str(free_port()), str(script),
+                            str(free), str(held)], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert p.returncode == 0, p.stderr[-3000:]
+    owners = sorted(l for l in p.stdout.splitlines() if 'the lock is' in l)
+    assert owners == ['rank 0: the lock is mine', 'rank 1: the lock is another process'], p.stdout   # one holder: rank 0
+    refused = sorted(l for l in p.stdout.splitlines() if 'the lock is' not in l)
+    assert [l.split(':')[0] for l in refused] == ['rank 0', 'rank 1'], p.stdout                       # no rank hangs
+    assert all(f'refused: {held} is being written by pid {holder.pid}' in l for l in refused), p.stdout

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
 from conftest import run_cli
+from rectiflow.train import run_figures
 
 TASK = 'yourpkg.core:Bars'
 TUTORIAL = Path(__file__).resolve().parents[1] / 'nbs' / 'tutorials' / 'your_task.ipynb'
@@ -75,8 +76,7 @@ def notebook(cells: list[tuple[str, str]]) -> dict:
             'metadata': {'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}}}
 
 def comparable(run):
-    drop = ('time', 'items_per_s', 'train_seconds', 'quality_seconds')
-    return [{k: v for k, v in r.items() if k not in drop} for r in records(run)]
+    return [run_figures(r) for r in records(run)]
 
 def records(run) -> list[dict]:
     return [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from conftest import run_cli, main_in_process
+from conftest import run_cli, main_in_process, cli_in_process
 
 from rectiflow.files import ImageOptions, digits_image_folder
 from rectiflow.tasks import load_config, make_task, preset
@@ -42,7 +42,7 @@ def _trains_group_disjoint(data, tmp, *extra):
     assert d['group_leaks'] == {} and d['groups']['train'] >= 6 and d['groups']['val'] >= 1
     tr, va = split_groups(run)
     assert tr and va and not tr & va and len(tr | va) == 10
-    g = run_cli('gate', 'data', '--data', data, '--out', tmp / 'gates', '--data.batch_size', '32', *extra)
+    g = cli_in_process('gate', 'data', '--data', data, '--out', tmp / 'gates', '--data.batch_size', '32', *extra)
     assert g.returncode == 0, g.stdout + g.stderr
     assert 'disjoint groups' in g.stdout
     return run
@@ -62,7 +62,7 @@ def test_explicit_split_manifests_are_used_as_given_and_the_gate_reports_a_leak(
     rel = lambda l: json.dumps({**json.loads(l), 'path': str(digits_dir / json.loads(l)['path'])})
     (ex / 'train.jsonl').write_text('\n'.join(rel(l) for l in lines if json.loads(l)['group'] != 'w09'))
     (ex / 'val.jsonl').write_text('\n'.join(rel(l) for l in lines if json.loads(l)['group'] in ('w09', 'w00')))
-    g = run_cli('gate', 'data', '--data', ex, '--out', tmp_path / 'gates', '--data.batch_size', '32')
+    g = cli_in_process('gate', 'data', '--data', ex, '--out', tmp_path / 'gates', '--data.batch_size', '32')
     assert g.returncode == 1 and "group(s) in both training and validation (e.g. 'w00')" in g.stdout
 
 def test_encode_with_a_saved_autoencoderkl_then_train_on_the_shards_and_decode(digits_dir, tmp_path):
@@ -79,12 +79,12 @@ def test_encode_with_a_saved_autoencoderkl_then_train_on_the_shards_and_decode(d
     assert sum(s['items'] for s in m['splits'].values()) == 300 and 'train on them with: rectiflow train --data' in p.stdout
     assert not set(m['splits']['train']['groups']) & set(m['splits']['val']['groups'])
     run = tmp_path / 'run'
-    p = run_cli('train', '--data', shards, *TINY, '--out', run)
+    p = cli_in_process('train', '--data', shards, *TINY, '--out', run)
     assert p.returncode == 0, p.stderr
     d = run_info(run)['data']
     assert d['kind'] == 'latent' and d['shape'] == [4, 4, 4] and d['encoder'] == m['encoder']
     # samples are decoded by the VAE the shards record: by `rectiflow sample`, and in process
-    p = run_cli('sample', run, '--n', '20')
+    p = cli_in_process('sample', run, '--n', '20')
     assert p.returncode == 0, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
     from rectiflow.tasks import load_run

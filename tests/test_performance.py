@@ -27,5 +27,5 @@ def test_profile_steps_writes_an_operator_table_and_exits(tmp_path, tiny_run):
     ops = json.loads((run / 'profile' / 'ops.json').read_text())['ops']
     assert any(o['name'] == 'rectiflow.optimizer_step' and o['calls'] == 3 for o in ops)
     assert (run / 'profile' / 'trace.json').stat().st_size > 0
-    assert sorted(x.name for x in run.iterdir()) == ['profile']        # a look, not a run: no metrics, checkpoints, exports
+    assert sorted(x.name for x in run.iterdir()) == ['.lock', '.lock_holder.json', 'profile']   # a look, not a run: no metrics, checkpoints, exports
     assert not (tiny_run / 'profile').exists() and (tiny_run / 'final').is_dir()      # without the flag: a run, no profile

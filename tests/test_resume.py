@@ -3,7 +3,9 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, main_in_process, copy_run, TINY_MOONS
+from conftest import run_cli, main_in_process, copy_run, TINY_MOONS, cli_in_process
+from rectiflow.train import run_figures
+from rectiflow.rundir import read_holder
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 
@@ -12,8 +14,7 @@ def final_tensors(run):
     return load_file(str(run / 'final' / 'model' / 'diffusion_pytorch_model.safetensors')), load_file(str(ckpt / 'model.safetensors'))
 
 def comparable(run):
-    drop = ('time', 'items_per_s', 'train_seconds', 'quality_seconds')
-    return [{k: v for k, v in json.loads(l).items() if k not in drop} for l in (run / 'metrics.jsonl').read_text().splitlines()]
+    return [run_figures(json.loads(l)) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
 @pytest.fixture(scope='module')
 def straight(tmp_path_factory):
@@ -32,9 +33,10 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path, straight):
         assert proc.poll() is None and time.time() < deadline, 'run ended before it could be killed'
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL); proc.wait()
-    assert not (b / 'final').exists()
+    assert not (b / 'final').exists() and read_holder(b)['pid'] == proc.pid     # the killed run's lock, left behind
     p = run_cli('train', '--resume', '--out', b, '--no-progress')
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, p.stderr                                          # ... taken over silently
+    assert read_holder(b)['pid'] != proc.pid and 'written by' not in p.stderr
     for x, y in zip(final_tensors(a), final_tensors(b)):
         assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
     assert comparable(a) == comparable(b)
@@ -134,8 +136,8 @@ def test_init_from_starts_a_new_run_from_trained_weights(tmp_path):
     a, b, fresh = tmp_path / 'a', tmp_path / 'b', tmp_path / 'fresh'
     args = [*TINY_MOONS, '--steps', '10']
     assert run_cli('train', *args, '--steps', '60', '--out', a).returncode == 0
-    assert run_cli('train', *args, '--out', fresh).returncode == 0
-    p = run_cli('train', *args, '--out', b, '--init-from', a)
+    assert cli_in_process('train', *args, '--out', fresh).returncode == 0
+    p = cli_in_process('train', *args, '--out', b, '--init-from', a)
     assert p.returncode == 0, p.stderr
     first_val = lambda run: next(r for r in comparable(run) if r['kind'] == 'val')
     assert first_val(b)['step'] == 0                                     # a new run: step, schedule and log start afresh

@@ -1,7 +1,7 @@
 "The regression filler task (10_filler) through `rectiflow train --task filler`, tiny, as a user runs it."
 import json
 from pathlib import Path
-from conftest import main_in_process, run_cli
+from conftest import main_in_process, run_cli, cli_in_process
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -18,9 +18,9 @@ def test_filler_task_trains_from_the_cli_and_beats_its_untrained_floor(tmp_path)
     assert final['kind'] == 'final' and final['psnr'] > final['psnr_floor'] + 3, final
     assert json.loads((run / 'best' / 'info.json').read_text())['psnr'] == max(v['psnr'] for v in vals)
     assert (run / 'samples' / 'step_000060.png').exists()
-    p = run_cli('evaluate', run, '--json')
+    p = cli_in_process('evaluate', run, '--json')
     assert p.returncode == 0 and json.loads(p.stdout)['psnr'] == max(v['psnr'] for v in vals), p.stderr
-    p = run_cli('sample', run, '--n', '6', '--out', tmp_path / 'strip.png')     # predictions for held-out scenes, as a strip
+    p = cli_in_process('sample', run, '--n', '6', '--out', tmp_path / 'strip.png')     # predictions for held-out scenes, as a strip
     assert p.returncode == 0 and 'wrote 6 samples' in p.stdout and (tmp_path / 'strip.png').exists(), (p.stdout, p.stderr)
 
 def test_a_task_brings_its_own_data(tmp_path):

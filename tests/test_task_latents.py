@@ -1,7 +1,7 @@
 "The VAE and latent-digits tasks (09_latents) through the CLI, tiny, as a user runs them."
 import json
 from pathlib import Path
-from conftest import main_in_process, run_cli
+from conftest import main_in_process, run_cli, cli_in_process
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -13,17 +13,17 @@ def test_vae_then_latent_digits_from_the_cli(tmp_path):
                 '--task.channels', '16,32', '--eval.every', '75', '--eval.sample_every', '150')
     assert p.returncode == 0, p.stderr
     assert 'reconstructions read correctly' in p.stdout and 'recon gate passed' in p.stdout, p.stdout
-    p = run_cli('gate', 'recon', '--vae', vae / 'final', '--out', vae)
+    p = cli_in_process('gate', 'recon', '--vae', vae / 'final', '--out', vae)
     assert p.returncode == 0 and 'PASS recon' in p.stdout, (p.stdout, p.stderr)
     lat = tmp_path / 'latent'
     args = ['train', '--task', 'latent-digits', '--out', lat, '--no-progress', '--steps', '40', '--vae', vae / 'final',
             '--task.latent_cache', tmp_path / 'cache', '--eval.every', '20', '--eval.sample_every', '40', '--eval.n_samples', '100']
-    p = run_cli(*args)
+    p = cli_in_process(*args)
     assert p.returncode == 0 and 'generated-digit accuracy' in p.stdout, p.stderr
     assert (lat / 'samples' / 'step_000040.png').exists()
     stats = json.loads((lat / 'final' / 'info.json').read_text())['task_state']['latents']
     assert len(stats['mean']) == 4 and all(s > 0 for s in stats['std'])      # the statistics travel with the export
-    p = run_cli('sample', lat, '--out', tmp_path / 'grid.png')                # a grid of decoded digits, a column per class
+    p = cli_in_process('sample', lat, '--out', tmp_path / 'grid.png')                # a grid of decoded digits, a column per class
     assert p.returncode == 0 and 'wrote 100 samples' in p.stdout and (tmp_path / 'grid.png').exists(), (p.stdout, p.stderr)
     code, _, err = main_in_process('train', '--task', 'latent-digits', '--out', tmp_path / 'novae', '--no-progress')
     assert code == 2 and 'needs a trained VAE' in err

@@ -1,7 +1,7 @@
 "The lines task (11_lines) through the CLI, tiny, as a user runs it."
 import json
 from pathlib import Path
-from conftest import run_cli
+from conftest import run_cli, cli_in_process
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -19,7 +19,7 @@ def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path
     assert final['kind'] == 'final' and final['cer_real'] < 0.05 and final['gap_real'] > 0.8    # the gauge reads real lines
     assert json.loads((run / 'best' / 'info.json').read_text())['cer'] == min(v['cer'] for v in vals)   # best/ by CER
     assert (run / 'samples' / 'step_000060.png').exists()
-    p = run_cli('sample', run)            # held-out lines' texts and styles, drawn as a strip
+    p = cli_in_process('sample', run)            # held-out lines' texts and styles, drawn as a strip
     assert p.returncode == 0, p.stderr
     assert f"wrote 16 samples to {run / 'samples' / 'grid_seed0.png'}" in p.stdout, p.stdout
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
@@ -27,6 +27,6 @@ def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path
 def test_gates_run_on_lines(tmp_path):
     # width buckets and frame budgets: the data gate streams items, the overfit gate trains one batch of all its items
     for task in ('lines',):
-        p = run_cli('gate', 'data,overfit,resume', '--task', task, '--out', tmp_path / task)
+        p = cli_in_process('gate', 'data,overfit,resume', '--task', task, '--out', tmp_path / task)
         assert p.returncode == 0, (task, p.stdout, p.stderr)
         assert all(f'PASS {g}' in p.stdout for g in ('data', 'overfit', 'resume')), p.stdout

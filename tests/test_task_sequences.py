@@ -1,7 +1,7 @@
 "The sequences task (12_sequences) through the CLI, tiny, as a user runs it."
 import json
 from pathlib import Path
-from conftest import main_in_process, run_cli
+from conftest import main_in_process, run_cli, cli_in_process
 
 def records(run):
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
@@ -18,7 +18,7 @@ def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
     assert final['kind'] == 'final' and final['frame_acc'] > 0.8 and final['frame_acc'] > final['frame_acc_floor'] + 0.5, final
     assert json.loads((run / 'best' / 'info.json').read_text())['residual_fd'] == min(v['residual_fd'] for v in vals)
     assert (run / 'samples' / 'step_000150.png').exists()
-    p = run_cli('sample', run, '--n', '4')      # held-out utterances' alignments, drawn as a strip
+    p = cli_in_process('sample', run, '--n', '4')      # held-out utterances' alignments, drawn as a strip
     assert p.returncode == 0 and f"wrote 4 samples to {run / 'samples' / 'grid_seed0.png'}" in p.stdout, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
     code, _, err = main_in_process(*args[:-2], '--data.batch_size', '16', '--out', tmp_path / 'small', '--overwrite')
@@ -27,6 +27,6 @@ def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
 def test_gates_run_on_sequences(tmp_path):
     # width buckets and frame budgets: the data gate streams items, the overfit gate trains one batch of all its items
     for task in ('sequences',):
-        p = run_cli('gate', 'data,overfit,resume', '--task', task, '--out', tmp_path / task)
+        p = cli_in_process('gate', 'data,overfit,resume', '--task', task, '--out', tmp_path / task)
         assert p.returncode == 0, (task, p.stdout, p.stderr)
         assert all(f'PASS {g}' in p.stdout for g in ('data', 'overfit', 'resume')), p.stdout
