@@ -265,7 +265,8 @@ RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_ma
                      'data.prefetch', 'data.persistent_workers', 'run.profile_steps', 'run.callbacks',
                      'eval.every', 'eval.sample_every', 'eval.n_samples', 'checkpoint.save_every',
                      'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay',
-                     'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes'}
+                     'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes',
+                     'run.compile', 'run.compile_backend', 'run.gradient_checkpointing', 'run.peak_tflops'}
 
 # %% ../nbs/06_checkpoint.ipynb #7f1eb2d1
 def config_differences(a: dict, b: dict) -> list[str]:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'T_SAMPLERS', 'ConfigError', 'Range', 'ranged', 'field_ranges',
-           'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig',
-           'DebugConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type',
-           'save_config', 'read_config_dict', 'apply_overrides', 'check', 'check_ranges', 'validate_config',
-           'check_flow', 'number_arg']
+__all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError', 'Range', 'ranged',
+           'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
+           'CheckpointConfig', 'DebugConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict',
+           'task_config_type', 'save_config', 'read_config_dict', 'apply_overrides', 'check', 'check_ranges',
+           'validate_config', 'check_flow', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -87,6 +87,11 @@ class RunConfig:
     profile_steps: int = ranged(0, ge=0)
     # your own callbacks: comma-separated import paths package.module:Name of Callback classes
     callbacks: str = ''
+    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block: quick to compile); 06e_speed
+    compile: str = 'off'
+    compile_backend: str = 'inductor'           # torch.compile's backend ('aot_eager': no code generation)
+    gradient_checkpointing: bool = False        # recompute activations in the backward: less memory, more compute
+    peak_tflops: float = ranged(0.0, ge=0)      # the device's dense bf16 peak for MFU (0: from the table of devices)
 
 # %% ../nbs/00_config.ipynb #2084cef6
 @dataclass
@@ -316,6 +321,7 @@ SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon')   # see 15_gates
 TRACKERS = ('none', 'tensorboard')                             # see 06c_tracking
+COMPILE_MODES = ('off', 'model', 'regional')                   # see 06e_speed
 T_SAMPLERS = ('uniform', 'logit_normal')
 
 # %% ../nbs/00_config.ipynb #bb1ba66a
@@ -351,6 +357,8 @@ def validate_config(cfg: Config) -> Config:
           f"run.precision must be auto, fp32 or bf16, got {cfg.run.precision!r}.")
     check(cfg.run.tracker in TRACKERS,
           f"Unknown run.tracker {cfg.run.tracker!r}; choose one of {', '.join(TRACKERS)}.")
+    check(cfg.run.compile in COMPILE_MODES,
+          f"Unknown run.compile {cfg.run.compile!r}; choose one of {', '.join(COMPILE_MODES)}.")
     check(cfg.schedule.kind in SCHEDULES,
           f"Unknown schedule.kind {cfg.schedule.kind!r}; choose one of {', '.join(SCHEDULES)}.")
     check(cfg.schedule.kind != 'plateau'

@@ -20,7 +20,7 @@ LAYERS = (
     # VAE utilities: load, encode, decode, latent statistics, fingerprint, reconstruction
     ('vae',),
     ('checkpoint', 'schedules', 'tracking'),               # run directory, exports, schedules and rules, trackers
-    ('rundir',),                                           # the run directory's lock, write faults, space, memory
+    ('rundir', 'speed'),                                   # the run directory's guards; compile, checkpointing, FLOPs
     ('task',),                                             # the Task interface
     ('train',),                                            # the Trainer
     ('flow', 'latents', 'filler', 'lines', 'sequences'),   # built-in tasks

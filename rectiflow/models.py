@@ -13,7 +13,7 @@ from .config import ConfigError
 from .data import DataInfo
 
 # %% auto #0
-__all__ = ['MODEL_CLASSES', 'VelocityModel', 'MLPVelocity', 'UNetVelocity', 'DiTVelocity', 'make_model', 'n_params']
+__all__ = ['MODEL_CLASSES', 'VelocityModel', 'MLPBlock', 'MLPVelocity', 'UNetVelocity', 'DiTVelocity', 'make_model', 'n_params']
 
 # %% ../nbs/02_models.ipynb #862f5d3e
 class VelocityModel(ModelMixin, ConfigMixin):
@@ -34,6 +34,12 @@ class VelocityModel(ModelMixin, ConfigMixin):
         (on its device: asking a diffusers model for its own walks it)."""
         return self.null_cond(len(x_t), x_t.device) if cond is None else cond
 
+# %% ../nbs/02_models.ipynb #3e727b6b
+class MLPBlock(nn.Sequential):
+    "SiLU then a linear layer: one residual block of `MLPVelocity` (an `nn.Sequential`: its weights keep its keys)."
+    def __init__(self, hidden: int): super().__init__(nn.SiLU(), nn.Linear(hidden, hidden))
+    def forward(self, h): return super().forward(h)
+
 # %% ../nbs/02_models.ipynb #3e727b6c
 class MLPVelocity(VelocityModel):
     "An MLP velocity net for vectors of size `dim`, with a time embedding and optional classes."
@@ -44,7 +50,7 @@ class MLPVelocity(VelocityModel):
         self.time_embed = TimestepEmbedding(t_dim, hidden)
         self.class_embed = nn.Embedding(n_classes + 1, hidden)
         self.inp = nn.Linear(dim, hidden)
-        self.blocks = nn.ModuleList([nn.Sequential(nn.SiLU(), nn.Linear(hidden, hidden)) for _ in range(layers)])
+        self.blocks = nn.ModuleList([MLPBlock(hidden) for _ in range(layers)])
         self.out = nn.Sequential(nn.SiLU(), nn.Linear(hidden, dim))
 
     def forward(self, x_t, t, cond=None):

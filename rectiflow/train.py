@@ -23,6 +23,8 @@ from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, writ
                                   check_resumable, checkpoint_weights, checkpoint_dirs)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
+from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointing, forward_flops,
+                             peak_tflops, throughput_figures)
 from .rundir import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
                               check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
 
@@ -148,7 +150,8 @@ class RunLog:
             write_json_atomic(self.run_dir / 'run_info.json', info)
 
 # %% ../nbs/07_train.ipynb #59f4670c
-MACHINE_FIELDS = ('time', 'items_per_s', 'train_seconds', 'quality_seconds', *MEMORY_FIELDS)
+MACHINE_FIELDS = ('time', 'items_per_s', 'steps_per_s', 'tflops', 'mfu', 'compiled_graphs', 'train_seconds',
+                  'quality_seconds', *MEMORY_FIELDS)
 
 def run_figures(record: dict) -> dict:
     "`record` without the fields that measure the machine: what two runs of one seed have in common."
@@ -244,6 +247,7 @@ class Trainer:
         # after any load: task state (latent statistics) restored from a checkpoint shapes what the items hold
         self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, task.collate)
         self.strip_batch = task.strip_batch(self.val_ds)
+        self._speed_up()
 
     def _build(self, model=None, objective=None):
         cfg, acc = self.cfg, self.accelerator
@@ -277,6 +281,21 @@ class Trainer:
         self.pending_losses = []                                           # losses since the last train record
         self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
         self.items_done = 0                                                # training items consumed, all processes
+
+    def _speed_up(self):
+        "A step's FLOPs counted once (the throughput figures); then gradient checkpointing and compiling (`06e_speed`)."
+        c = self.cfg.run
+        self.flops_per_item, self.peak = self._count_flops(), peak_tflops(self.accelerator.device, c.peak_tflops)
+        if c.gradient_checkpointing: enable_gradient_checkpointing(self.unwrapped)
+        compile_model(self.unwrapped, c.compile, c.compile_backend)
+
+    def _count_flops(self, n: int = 16) -> float | None:
+        "Training FLOPs per item: the forward of `n` fixed validation items counted, x3 with the backward."
+        b = self.to_device({k: v[:n] for k, v in self.val_batch.items()})
+        cuda = [self.accelerator.device] if self.accelerator.device.type == 'cuda' else []
+        with torch.random.fork_rng(devices=cuda):         # counting draws nothing from the run's streams
+            fwd = forward_flops(lambda: self.val_objective.loss(self.unwrapped, b, torch.Generator().manual_seed(0)))
+        return None if fwd is None else 3 * fwd / len(b['x1'])
 
     @property
     def is_main(self) -> bool: return self.accelerator.is_main_process
@@ -530,6 +549,7 @@ class Trainer:
         return {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
                 'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
                 'data': self.data_info.to_dict(), 'n_params': n_params(self.unwrapped),
+                'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
                 'init_from': str(self.init_from) if self.init_from else None, **extra}
 
     def fit(self) -> dict:
@@ -578,6 +598,7 @@ class Trainer:
         self.accelerator.wait_for_everyone()
         self.log.run_info(self.run_facts('running'))
         self._handlers, self._t_log, self._items_log = self._catch_signals(), time.time(), self.items_done
+        self._step_log = self.step
 
     def _check_space(self):
         "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`06a_rundir`)."
@@ -593,12 +614,16 @@ class Trainer:
         self.pending_losses.append(loss)
         if self.step % self.cfg.run.log_every and self.step != self.end_step: return
         now = time.time()
+        seconds = max(now - self._t_log, 1e-9)
+        items_per_s = (self.items_done - self._items_log) / seconds
         self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
                      'lr': self.scheduler.get_last_lr()[0],
                      'grad_norm': float(grad_norm) if grad_norm is not None else None,
-                     'items_per_s': (self.items_done - self._items_log) / max(now - self._t_log, 1e-9),
+                     'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
+                     **throughput_figures(self.flops_per_item, items_per_s, self.peak),
+                     **({'compiled_graphs': compiled_graphs()} if self.cfg.run.compile != 'off' else {}),
                      **memory_figures(self.accelerator.device)})
-        self.pending_losses, self._t_log, self._items_log = [], now, self.items_done
+        self.pending_losses, self._t_log, self._items_log, self._step_log = [], now, self.items_done, self.step
 
     def _catch_signals(self) -> dict:
         "Make SIGTERM and SIGINT only set a flag (main thread only); the handlers they replaced."

@@ -16,9 +16,9 @@ from .lr_find import lr_find, smooth_losses, format_suggestion, LRFindResult
 from .rundir import MEMORY_FIELDS
 
 # %% auto #0
-__all__ = ['IN_TEST', 'run_config', 'read_records', 'RunCurves', 'run_curves', 'plot_curves', 'figure_png', 'expand_runs',
-           'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid', 'gate_rows', 'gate_table_html',
-           'GateBoard', 'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
+__all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'run_curves', 'plot_curves', 'figure_png',
+           'expand_runs', 'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid', 'gate_rows',
+           'gate_table_html', 'GateBoard', 'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
 
 # %% ../nbs/16_widgets.ipynb #9698c6f5
 def run_config(run_dir) -> Config:
@@ -44,6 +44,9 @@ class RunCurves:
     floor: float | None = None       # the untrained model's EMA validation loss
     events: dict = field(default_factory=dict)   # kind -> steps: checkpoint, best, plateau, aborted, frozen, stopped
     memory: dict = field(default_factory=dict)   # record field -> (steps, MB): host_free_mb, rss_mb, device_peak_mb
+    speed: dict = field(default_factory=dict)    # record field -> (steps, values): items_per_s, tflops, mfu
+
+SPEED_FIELDS = ('items_per_s', 'tflops', 'mfu')                      # the throughput series (06e_speed)
 
 # %% ../nbs/16_widgets.ipynb #f70ab651
 def _xy(recs, key):
@@ -75,7 +78,8 @@ def run_curves(run_dir, beta: float = 0.9) -> RunCurves:
         events[kind] = [r['step'] for r in recs if r.get('kind') == kind]
     return RunCurves(run_dir.name, (steps, losses), (steps, tuple(smooth_losses(losses, beta))), _xy(trains, 'lr'),
                      _xy(vals, 'val_loss'), _xy(vals, 'val_loss_ema'), floor, events,
-                     {k: _xy(trains, k) for k in MEMORY_FIELDS if any(k in r for r in trains)})
+                     {k: _xy(trains, k) for k in MEMORY_FIELDS if any(k in r for r in trains)},
+                     {k: _xy(trains, k) for k in SPEED_FIELDS if any(r.get(k) is not None for r in trains)})
 
 # %% ../nbs/16_widgets.ipynb #c75f5bd9
 _EVENT_STYLE = {'plateau': dict(color='tab:orange', ls='--'), 'aborted': dict(color='red', lw=2),
@@ -103,15 +107,31 @@ def _plot_memory(ax, curves: list[RunCurves]):
     if any(c.memory for c in curves):
         ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.12, 1.0), frameon=False)
 
+
+def _plot_throughput(ax, curves: list[RunCurves]):
+    ax_tf = ax.twinx() if any('tflops' in c.speed for c in curves) else None
+    for i, c in enumerate(curves):
+        if 'items_per_s' in c.speed: ax.plot(*c.speed['items_per_s'], color=f'C{i}', lw=1, label=f'{c.name} items/s')
+        if ax_tf is None or 'tflops' not in c.speed: continue
+        mfu = c.speed.get('mfu', ((), ()))[1]
+        label = f'{c.name} TFLOP/s' + (f' (MFU {mfu[-1]:.0%})' if mfu else '')
+        ax_tf.plot(*c.speed['tflops'], color=f'C{i}', ls='--', lw=1, label=label)
+    ax.set_ylabel('items/s')
+    if ax_tf is not None: ax_tf.set_ylabel('TFLOP/s (dashed)')
+    lines = [l for a in (ax, ax_tf) if a is not None for l in a.get_lines()]
+    if lines: ax.legend(lines, [l.get_label() for l in lines], fontsize=7, loc='upper left',
+                        bbox_to_anchor=(1.12, 1.0), frameon=False)
+
 # %% ../nbs/16_widgets.ipynb #c1276b74
-def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4), memory: bool = False):
-    "One figure with the loss curves of `curves` (several runs overlaid), the LR on a second axis; memory below."
+def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4), memory: bool = False,
+                throughput: bool = False):
+    "One figure with the loss curves of `curves` (runs overlaid), the LR on a second axis; memory, throughput below."
     import matplotlib.pyplot as plt
-    if memory:
-        fig, (ax, ax_mem) = plt.subplots(2, 1, figsize=(figsize[0], figsize[1] * 1.5), sharex=True,
-                                         gridspec_kw={'height_ratios': [2, 1]})
-        _plot_memory(ax_mem, curves)
-    else: fig, ax = plt.subplots(figsize=figsize)
+    below = [draw for draw, on in ((_plot_memory, memory), (_plot_throughput, throughput)) if on]
+    fig, axes = plt.subplots(1 + len(below), 1, figsize=(figsize[0], figsize[1] * (1 + len(below) / 2)), sharex=True,
+                             gridspec_kw={'height_ratios': [2] + [1] * len(below)}, squeeze=False)
+    ax = axes[0][0]
+    for draw, row in zip(below, axes[1:]): draw(row[0], curves)
     ax_lr = ax.twinx()
     for i, c in enumerate(curves):
         col = f'C{i}'
@@ -123,7 +143,7 @@ def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4), memor
         ax_lr.plot(*c.lr, color=col, ls=':', lw=1, alpha=0.6)
         _plot_events(ax, c, col)
     if log: ax.set_yscale('log')
-    (ax_mem if memory else ax).set_xlabel('optimizer step')
+    axes[-1][0].set_xlabel('optimizer step')
     ax.set_ylabel('loss')
     ax_lr.set_ylabel('lr (dotted)')
     if curves: ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.12, 1.0), frameon=False)
@@ -172,19 +192,23 @@ class Poller:
 # %% ../nbs/16_widgets.ipynb #1e772a94
 class LossCurves:
     "Live loss curves of one or more runs: smoothed train loss, validation raw and EMA, floor, LR, events."
-    def __init__(self, *paths, beta: float = 0.9, log: bool = True, every: float = 5.0, memory: bool = False):
+    def __init__(self, *paths, beta: float = 0.9, log: bool = True, every: float = 5.0, memory: bool = False,
+                 throughput: bool = False):
         self.paths, self.beta, self.curves, self._seen = list(paths), beta, [], None
         self.button = W.Button(description='Refresh', icon='refresh')
         self.log = W.Checkbox(value=log, description='log scale', indent=False)
         self.memory = W.Checkbox(value=memory, description='memory', indent=False)
+        self.throughput = W.Checkbox(value=throughput, description='throughput', indent=False)
         self.auto = W.Checkbox(value=True, description='auto-refresh', indent=False)
         self.status, self.image = W.HTML(), W.Image(format='png')
         self.image.add_class('rectiflow-curves-plot')
-        self.widget = W.VBox([W.HBox([self.button, self.log, self.memory, self.auto, self.status]), self.image])
+        toggles = [self.log, self.memory, self.throughput, self.auto]
+        self.widget = W.VBox([W.HBox([self.button, *toggles, self.status]), self.image])
         self.widget.add_class('rectiflow-loss-curves')
         self.button.on_click(lambda _: self.refresh())
         self.log.observe(lambda _: self.refresh(), 'value')
         self.memory.observe(lambda _: self.refresh(), 'value')
+        self.throughput.observe(lambda _: self.refresh(), 'value')
         self.refresh()
         self.poller = Poller(self._refresh_if_changed, every, lambda: self.auto.value)
 
@@ -196,7 +220,8 @@ class LossCurves:
         dirs = self.run_dirs
         self._seen = _mtimes(dirs)
         self.curves = [run_curves(d, self.beta) for d in dirs if (d / 'metrics.jsonl').exists()]
-        self.image.value = figure_png(plot_curves(self.curves, self.log.value, memory=self.memory.value))
+        self.image.value = figure_png(plot_curves(self.curves, self.log.value, memory=self.memory.value,
+                                                  throughput=self.throughput.value))
         waiting = [d.name for d in dirs if not (d / 'metrics.jsonl').exists()]
         self.status.value = (f"{len(self.curves)} run(s)" + (f"; waiting for {', '.join(waiting)}" if waiting else '')
                              + f"; {time.strftime('%H:%M:%S')}")

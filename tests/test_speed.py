@@ -1,0 +1,83 @@
+"""Speed on the CPU: `run.compile` (regional, under the `aot_eager` backend) trains the same curve and resumes across
+settings; gradient checkpointing keeps the gradients of a diffusers UNet; bf16 autocast keeps the loss and the EMA in
+fp32; the throughput figures are consistent with the FLOPs counted once."""
+import copy, json
+import pytest, torch
+from safetensors.torch import load_file
+from conftest import main_in_process, TINY_MOONS
+from rectiflow.train import run_figures
+
+TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']       # the settings of the tiny_run fixture
+REGIONAL = ['--run.compile', 'regional', '--run.compile_backend', 'aot_eager']
+
+def records(run) -> list[dict]:
+    return [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
+
+def final_weights(run) -> dict:
+    return load_file(str(next((run / 'final').rglob('*.safetensors'))))
+
+@pytest.fixture
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+def test_regional_compile_trains_the_same_curve_and_counts_its_graphs(tiny_run, tmp_path, one_thread):
+    run = tmp_path / 'compiled'
+    code, _, err = main_in_process('train', *TINY, '--out', run, *REGIONAL)
+    assert code == 0, err
+    got, want = records(run), records(tiny_run)
+    assert [r['kind'] for r in got] == [r['kind'] for r in want]
+    for g, w in zip(got, want):
+        for k in ('loss', 'val_loss', 'val_loss_ema'):
+            if k in w: assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-7), (k, g, w)
+    train = [r for r in got if r['kind'] == 'train']
+    assert all(r['compiled_graphs'] >= 1 for r in train) and 'compiled_graphs' not in records(tiny_run)[1]
+    assert list(final_weights(run)) == list(final_weights(tiny_run))           # no _orig_mod. in the export's keys
+
+@pytest.mark.parametrize('first,then', [([], REGIONAL), (REGIONAL, [])])
+def test_a_run_resumes_across_compile_settings(tiny_run, tmp_path, one_thread, first, then):
+    run = tmp_path / 'run'
+    code, _, err = main_in_process('train', *TINY, '--out', run, '--max-steps', '10', *first)
+    assert code == 0, err
+    code, _, err = main_in_process('train', '--resume', '--out', run, '--no-progress', '--max-steps', '0', *then)
+    assert code == 0, err
+    # aot_eager traces the same aten operators eager runs, so on the CPU the runs are bit-identical
+    assert [run_figures(r) for r in records(run)] == [run_figures(r) for r in records(tiny_run)]
+    a, b = final_weights(run), final_weights(tiny_run)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+def test_gradient_checkpointing_keeps_the_gradients_of_a_diffusers_unet():
+    from rectiflow.models import UNetVelocity
+    from rectiflow.speed import enable_gradient_checkpointing
+    torch.manual_seed(0)
+    plain = UNetVelocity(sample_size=8, in_channels=1, channels=(8, 16), layers_per_block=1, n_classes=3, norm_groups=4)
+    ckpt = enable_gradient_checkpointing(copy.deepcopy(plain))
+    assert ckpt.unet.is_gradient_checkpointing and not plain.unet.is_gradient_checkpointing
+    def grads(model):
+        g = torch.Generator().manual_seed(1)
+        x, t, c = torch.randn(4, 1, 8, 8, generator=g), torch.rand(4, generator=g), torch.tensor([0, 1, 2, 0])
+        model.train()
+        model(x, t, c).square().mean().backward()
+        return {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    g0, g1 = grads(plain), grads(ckpt)
+    assert g0.keys() == g1.keys() and all(torch.allclose(g0[k], g1[k], rtol=1e-5, atol=1e-7) for k in g0)
+
+def test_bf16_autocast_keeps_the_loss_and_the_ema_in_fp32(tmp_path):
+    from rectiflow.config import apply_overrides
+    from rectiflow.tasks import preset, task_trainer
+    cfg = apply_overrides(preset(data='moons'), ['--run.precision', 'bf16', '--run.out', str(tmp_path / 'run'),
+                                                 '--task.n_train', '512', '--task.n_val', '64', '--data.batch_size', '64'])
+    tr = task_trainer(cfg)
+    assert tr.accelerator.mixed_precision == 'bf16'
+    loss, _ = next(tr.optimizer_steps())
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    assert all(p.dtype == torch.float32 for p in tr.ema.shadow_params) and all(p.dtype == torch.float32 for p in tr.params)
+
+def test_the_throughput_figures_agree_with_the_flops_counted_once(tiny_run):
+    info = json.loads((tiny_run / 'run_info.json').read_text())
+    assert info['flops_per_item'] > 0 and info['peak_tflops'] is None          # a CPU has no dense bf16 peak
+    for r in (r for r in records(tiny_run) if r['kind'] == 'train'):
+        assert r['tflops'] == pytest.approx(info['flops_per_item'] * r['items_per_s'] / 1e12, rel=1e-9)
+        assert r['mfu'] is None and r['steps_per_s'] > 0
