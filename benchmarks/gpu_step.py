@@ -17,15 +17,12 @@ from diffusers.training_utils import EMAModel
 from rectiflow.losses import FlowMatching
 from rectiflow.config import FlowConfig
 from rectiflow.models import DiTVelocity, n_params
-
-# dense bf16 tensor-core peaks (FLOP/s) by device name fragment; --peak-tflops overrides
-PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'A100': 312e12, 'L40S': 362e12, 'L4': 121e12, 'A10': 125e12}
+from rectiflow.speed import peak_tflops
 
 def peak_flops(device: torch.device, override: float | None) -> float | None:
-    if override: return override * 1e12
-    if device.type != 'cuda': return None
-    name = torch.cuda.get_device_name(device)
-    return next((v for k, v in PEAK_BF16.items() if k in name), None)
+    "The dense bf16 peak in FLOP/s: --peak-tflops, else rectiflow's table of devices (06e_speed); None on a CPU."
+    peak = peak_tflops(device, override or 0.0)
+    return peak * 1e12 if peak else None
 
 def build(a, device):
     torch.manual_seed(0)

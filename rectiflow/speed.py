@@ -63,7 +63,8 @@ def enable_gradient_checkpointing(model: nn.Module) -> nn.Module:
     return model
 
 # %% ../nbs/06e_speed.ipynb #6e0d0010
-DENSE_BF16_TFLOPS = {'H200': 989.0, 'H100': 989.0, 'A100': 312.0, 'L40S': 362.0, 'L4': 121.0, 'A10G': 70.0,
+# by a fragment of the device's name, the longer names first where one contains another (A100 before A10)
+DENSE_BF16_TFLOPS = {'H200': 989.0, 'H100': 989.0, 'A100': 312.0, 'L40S': 362.0, 'L4': 121.0, 'A10': 125.0,
                      'RTX 4090': 165.0, 'RTX 3090': 71.0}
 
 def peak_tflops(device: torch.device, override: float = 0.0) -> float | None:
