@@ -136,8 +136,11 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if out.exists(): shutil.rmtree(out)
+    old = Path(run_dir) / f'.old_{name}'
+    if old.exists(): shutil.rmtree(old)
+    if out.exists(): os.replace(out, old)      # aside: a reader loses the export for a rename, not a tree's deletion
     os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 # %% ../nbs/06_checkpoint.ipynb #97c715fd
