@@ -1,4 +1,4 @@
-import io, os, shutil, socket, sys, subprocess
+import io, json, os, shutil, socket, sys, subprocess
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,6 +53,24 @@ def tiny_run(tmp_path_factory):
     p = run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run)
     assert p.returncode == 0, p.stderr
     return run
+
+def records(run) -> list[dict]:
+    "The records of `run/metrics.jsonl`."
+    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+
+def final_weights(run) -> dict:
+    "The tensors of `run/final/`'s weights, by name."
+    from safetensors.torch import load_file
+    return load_file(str(next((Path(run) / 'final').rglob('*.safetensors'))))
+
+@pytest.fixture
+def one_thread():
+    "In-process runs on the one thread the subprocess runs use, so that they can be bit-identical to them."
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 def copy_run(run, to) -> Path:
     "A copy of finished run `run` at `to`, for a test that changes it."

@@ -5,8 +5,7 @@ the memory figures in the records."""
 import json, os, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
-from safetensors.torch import load_file
-from conftest import main_in_process, copy_run, lock_held, TINY_MOONS
+from conftest import main_in_process, copy_run, lock_held, records, final_weights, TINY_MOONS
 from rectiflow.checkpoint import checkpoint_dirs, checkpoint_is_readable
 from rectiflow.rundir import read_holder
 from rectiflow.train import run_figures
@@ -14,8 +13,6 @@ import rectiflow.gates, rectiflow.lr_find, rectiflow.tasks     # imported now: t
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 
-def records(run) -> list[dict]:
-    return [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
 def one_line(err: str) -> bool:
     return len(err.strip().splitlines()) == 1
@@ -23,8 +20,6 @@ def one_line(err: str) -> bool:
 def temporaries(run) -> list[str]:
     return sorted(str(p.relative_to(run)) for p in run.rglob('.tmp*'))
 
-def final_weights(run) -> dict:
-    return load_file(str(next((run / 'final').rglob('*.safetensors'))))
 
 def same_run(a, b):
     "Runs `a` and `b` have the same records (the machine's fields aside) and bit-identical final weights."
@@ -32,13 +27,6 @@ def same_run(a, b):
     wa, wb = final_weights(a), final_weights(b)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
-@pytest.fixture
-def one_thread():
-    "In-process runs on the one thread the subprocess runs use, so that they can be bit-identical to them."
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 def test_a_second_writer_of_each_kind_refuses_while_a_run_trains(tmp_path):
     run = tmp_path / 'run'

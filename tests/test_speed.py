@@ -3,25 +3,14 @@ settings; gradient checkpointing keeps the gradients of a diffusers UNet; bf16 a
 fp32; the throughput figures are consistent with the FLOPs counted once."""
 import copy, json
 import pytest, torch
-from safetensors.torch import load_file
-from conftest import main_in_process, TINY_MOONS
+from conftest import main_in_process, records, final_weights, TINY_MOONS
 from rectiflow.train import run_figures
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']       # the settings of the tiny_run fixture
 REGIONAL = ['--run.compile', 'regional', '--run.compile_backend', 'aot_eager']
 
-def records(run) -> list[dict]:
-    return [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
-def final_weights(run) -> dict:
-    return load_file(str(next((run / 'final').rglob('*.safetensors'))))
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 def test_regional_compile_trains_the_same_curve_and_counts_its_graphs(tiny_run, tmp_path, one_thread):
     run = tmp_path / 'compiled'
