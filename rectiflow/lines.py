@@ -390,7 +390,7 @@ class LinesTask(Task):
         super().validate(cfg)
         o = cfg.task
         check(o.guide in ('content', 'all'), f"Unknown task.guide {o.guide!r}; choose content or all.")
-        check(o.heads > 0 and o.width % o.heads == 0,
+        check(o.width % o.heads == 0,                         # heads > 0: its declared range
               f"task.width {o.width} must be divisible by task.heads {o.heads}.")
         return cfg
 
