@@ -294,7 +294,24 @@ def results_md(res) -> str:
         lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '', *meta(res, 'lr'),
                   table(json.loads((HERE / res['lr']['file']).read_text())), '']
     lines += perf_md(res)
+    lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
+
+GPU_GOALS = ('Goals (a benchmark, never a test): MFU >= 40% bf16 on the DiT step on an H100/H200-class device; '
+             'regional compile >= 1.3x eager; checkpointing <= 0.5x peak memory at <= 1.35x step time.')
+
+def gpu_md(path: Path) -> list[str]:
+    "The GPU check's table (`bash benchmarks/gpu.sh`, written by gpu_train.py), or that it was not yet measured."
+    lines = ['## GPU: `rectiflow train` on the device (`bash benchmarks/gpu.sh`)', '']
+    if not path.exists():
+        return lines + ['Not yet measured: no GPU has been lent to this project since the check was written. '
+                        '`bash benchmarks/gpu.sh --smoke` runs the same code paths on a CPU in `make test`.', '',
+                        GPU_GOALS, '']
+    sys.path.insert(0, str(HERE)); from gpu_train import table
+    r = json.loads(path.read_text())
+    return lines + [f"Measured {r['date']} on {r['device']}, torch {r['torch']}, compile backend {r['compile_backend']}. "
+                    'MFU is against the dense bf16 peak of the device table (989 TFLOP/s for an H100/H200; a bf16 '
+                    'matrix product measured about 790 on the lent H200).', '', table(r['rows']), '', GPU_GOALS, '']
 
 PERF = ['overhead', 'quality', 'samplers', 'data', 'optimisations']
 ALL = ['digits', 'toys', 'checkpoint', 'gates', 'lr', 'tasks', *PERF]
@@ -335,10 +352,15 @@ if __name__ == '__main__':
     ap.add_argument('--only', choices=ALL, action='append', help='run only these (repeatable)')
     ap.add_argument('--suite', choices=['perf', 'all'], default='perf',
                     help="perf (make bench, ~13 min): overhead, quality at budget, samplers, data, optimisations; all: also the rest")
+    ap.add_argument('--render', action='store_true', help='only write RESULTS.md again from the stored results')
     a = ap.parse_args()
     sys.path.insert(0, str(HERE))
     results_path = HERE / 'results.json'
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    if a.render:
+        (HERE / 'RESULTS.md').write_text((HERE / 'RESULTS.head.md').read_text().rstrip() + '\n\n' + results_md(results))
+        print(f"wrote {HERE / 'RESULTS.md'}")
+        sys.exit(0)
     results['machine'] = machine()
     t0 = time.time()
     for name in a.only or (PERF if a.suite == 'perf' else ALL):

@@ -16,9 +16,9 @@ from .config import Config, ConfigError, save_config
 __all__ = ['RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'RESUMABLE_CHANGES', 'write_text_atomic',
            'write_json_atomic', 'read_jsonl', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit',
            'library_versions', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
-           'load_exported_model', 'GeneratorState', 'checkpoint_dirs', 'publish_checkpoint', 'checkpoint_is_readable',
-           'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target',
-           'config_differences', 'check_resumable']
+           'load_exported_model', 'process_rank', 'per_process', 'GeneratorState', 'checkpoint_dirs',
+           'publish_checkpoint', 'checkpoint_is_readable', 'find_resume_checkpoint', 'checkpoint_weights',
+           'checkpoint_models', 'evaluation_target', 'config_differences', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -179,11 +179,33 @@ def load_exported_model(path, build=None) -> torch.nn.Module:
     return model.eval()
 
 # %% ../nbs/06_checkpoint.ipynb #74ec51ea
+def process_rank() -> tuple[int, int]:
+    "(rank, processes) of the process group, (0, 1) without one."
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()): return 0, 1
+    return dist.get_rank(), dist.get_world_size()
+
+def per_process(obj) -> list:
+    "Every process's `obj`, by rank (a collective: every process calls it)."
+    rank, world = process_rank()
+    if world == 1: return [obj]
+    objs = [None] * world
+    torch.distributed.all_gather_object(objs, obj)
+    return objs
+
 class GeneratorState:
-    "A `torch.Generator` as an object with `state_dict` / `load_state_dict`, for `register_for_checkpointing`."
+    """A `torch.Generator` as an object with `state_dict` / `load_state_dict`, for `register_for_checkpointing`:
+    every process's state (a collective: every process calls it), each process taking back its own."""
     def __init__(self, generator: torch.Generator): self.generator = generator
-    def state_dict(self): return {'state': self.generator.get_state()}
-    def load_state_dict(self, d): self.generator.set_state(d['state'])
+
+    def state_dict(self):
+        states = per_process(self.generator.get_state())
+        return {'state': states[0], 'per_rank': states}
+
+    def load_state_dict(self, d):
+        rank, world = process_rank()
+        states = d.get('per_rank') or [d['state']]            # a checkpoint from before the per-process states
+        self.generator.set_state(states[rank] if len(states) == world else d['state'])
 
 # %% ../nbs/06_checkpoint.ipynb #d29aa52d
 def checkpoint_dirs(run_dir) -> list[Path]:

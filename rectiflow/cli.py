@@ -273,7 +273,7 @@ def report_end(final: dict, cfg: Config) -> int:
     if final.get('status') in ('frozen', 'max_steps'):
         print(f"status {final['status']} at step {final['step']}"
               + (' (plateau decay found no better model at the LR floor; best/ stands)' if final['status'] == 'frozen'
-                 else '; continue with: rectiflow train --resume --out ' + cfg.run.out))
+                 else f'; continue with: rectiflow train --resume --out {cfg.run.out} --max-steps 0 (or a later step)'))
     print(f"run directory: {cfg.run.out}")
     return 0
 

@@ -92,6 +92,8 @@ class RunConfig:
     compile_backend: str = 'inductor'           # torch.compile's backend ('aot_eager': no code generation)
     gradient_checkpointing: bool = False        # recompute activations in the backward: less memory, more compute
     peak_tflops: float = ranged(0.0, ge=0)      # the device's dense bf16 peak for MFU (0: from the table of devices)
+    # several processes: shard weights, gradients and AdamW state over them (FSDP FULL_SHARD, torch's fully_shard)
+    fsdp: bool = False
 
 # %% ../nbs/00_config.ipynb #2084cef6
 @dataclass

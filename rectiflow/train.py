@@ -14,17 +14,19 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import DistributedType
 from diffusers.training_utils import EMAModel
+from safetensors.torch import save_file, load_file
 from .config import Config, ConfigError, validate_config, config_to_dict, save_config
 from .data import make_loader, loader_options, fingerprint, fixed_subset
 from .models import n_params
 from .task import Task, save_figure
 from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl,
                                   export_model, git_commit, library_versions, GeneratorState, publish_checkpoint,
-                                  check_resumable, checkpoint_weights, checkpoint_dirs)
+                                  check_resumable, checkpoint_weights, checkpoint_dirs, per_process, process_rank)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .tracking import Tracker, make_tracker
 from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointing, forward_flops,
-                             peak_tflops, throughput_figures)
+                             peak_tflops, throughput_figures, shard_model, shard_figures, full_tensor, like,
+                             full_model_state, full_optimizer_state, load_full_state)
 from .rundir import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
                               check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
 
@@ -125,8 +127,12 @@ class RunLog:
         self.history, self.t_start = [], time.time()
 
     def start(self, step: int, resumed: bool):
-        "Open the log at `step`: a resumed run drops the records after it (and a torn last line)."
-        if self.is_main and resumed: truncate_metrics(self.run_dir / 'metrics.jsonl', step)
+        """Open the log at `step`: a resumed run drops the records after it (and a torn last line) and keeps
+        the rest in memory too (a resume at the end finishes from its last evaluation)."""
+        path = self.run_dir / 'metrics.jsonl'
+        if self.is_main and resumed:
+            truncate_metrics(path, step)
+            self.history = read_jsonl(path) if path.exists() else []
         self.t_start = time.time()
 
     def record(self, step: int, record: dict) -> dict:
@@ -168,12 +174,26 @@ class Checkpointer:
         final, tmp = self.root / f'step_{tr.step:06d}', self.root / f'.tmp_step_{tr.step:06d}'
         if tr.is_main and tmp.exists(): shutil.rmtree(tmp)
         tr.accelerator.wait_for_everyone()
-        # the tensors of tr.state_dict(), sharded as trained
-        failed = attempt(lambda: tr.accelerator.save_state(tmp, safe_serialization=True), tmp)
+        failed = attempt(lambda: self._write(tr, tmp), tmp)
         self._agree(tr, failed, final, tmp)
         if tr.is_main: failed = attempt(lambda: self._publish(tr, tmp, final), tmp)
         self._agree(tr, failed, final, tmp)
         return final
+
+    def _write(self, tr, folder: Path):
+        "The tensors of `tr.state_dict()`: accelerate's `save_state`, or for a sharded model the same files whole."
+        if not tr.sharded: return tr.accelerator.save_state(folder, safe_serialization=True)
+        # gathered on every process first (collectives), then written by rank 0 alone
+        model, optimizer = full_model_state(tr.unwrapped), full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
+        ema = {**tr.ema.state_dict(), 'shadow_params': [full_tensor(p).cpu() for p in tr.ema.shadow_params]}
+        streams, rng = GeneratorState(tr.generator).state_dict(), per_process(tr.rng_state())
+        if not tr.is_main: return
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file(model, str(folder / 'model.safetensors'))
+        for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
+                          ('custom_checkpoint_0.pkl', ema), ('custom_checkpoint_1.pkl', streams),
+                          ('random_states.pkl', rng)]:
+            torch.save(obj, folder / name)
 
     def _publish(self, tr, tmp: Path, final: Path):
         write_json_atomic(tmp / 'trainer_state.json', tr.checkpoint_state())
@@ -194,16 +214,30 @@ class Checkpointer:
         "Continue `tr` from the checkpoint at `path`."
         path = Path(path)
         state = json.loads((path / 'trainer_state.json').read_text())
-        tr.accelerator.load_state(path)
-        tr.ema.to(tr.accelerator.device)            # load_state leaves the shadow weights where they were saved
+        if tr.sharded: self._read_sharded(tr, path)
+        else:
+            tr.accelerator.load_state(path)
+            tr.ema.to(tr.accelerator.device)        # load_state leaves the shadow weights where they were saved
         tr.load_state_dict({'progress': state})
 
+    def _read_sharded(self, tr, path: Path):
+        "What `_write` wrote for a sharded model, each process taking its shards and its own streams."
+        read = lambda name: torch.load(path / name, weights_only=False)
+        load_full_state(tr.unwrapped, load_file(str(path / 'model.safetensors')), tr.optimizer.optimizer,
+                        read('optimizer.bin'))
+        tr.load_ema(read('custom_checkpoint_0.pkl'))
+        GeneratorState(tr.generator).load_state_dict(read('custom_checkpoint_1.pkl'))
+        tr.scheduler.load_state_dict(read('scheduler.bin'))
+        tr.load_state_dict({'rng': read('random_states.pkl')[process_rank()[0]]})
+
     def export(self, tr, name: str, **info):
-        "Export `tr`'s EMA weights to `name/` (`best`, `final`) with what it says of itself (`export_info`): rank 0's."
-        if not tr.is_main: return
+        """Export `tr`'s EMA weights to `name/` (`best`, `final`) with what it says of itself (`export_info`): rank 0
+        writes; every process calls it (a sharded EMA is gathered)."""
         written = lambda folder: tr.callbacks('on_export_written', tr, name, folder)
-        with writing(f'the {name}/ export', tr.run_dir / name), tr.ema_weights() as m:
-            export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written)
+        with tr.ema_weights() as m:
+            if not tr.is_main: return
+            with writing(f'the {name}/ export', tr.run_dir / name):
+                export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written)
 
 # %% ../nbs/07_train.ipynb #e32ca4e1
 def mixed_precision(precision: str) -> str:
@@ -231,6 +265,9 @@ class Trainer:
         self.accelerator = Accelerator(mixed_precision=mixed_precision(cfg.run.precision),
                                        cpu=not torch.cuda.is_available(),
                                        gradient_accumulation_steps=cfg.optim.grad_accum)
+        if self.accelerator.distributed_type == DistributedType.FSDP:
+            raise ConfigError("rectiflow shards with torch's fully_shard itself: launch without --use_fsdp "
+                              "and pass --run.fsdp true (06e_speed).")
         self.train_ds, self.val_ds, self.data_info = datasets or task.data    # a gate may pass a subset, frozen draws
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)    # a bad --out fails before anything is built
         self.fingerprint = fingerprint(self.train_ds)                         # None where a dataset cannot be hashed
@@ -256,6 +293,11 @@ class Trainer:
             torch.backends.cudnn.allow_tf32 = True
         torch.manual_seed(cfg.run.seed)                                    # model initialisation
         model = model if model is not None else self.task.make_model()
+        self.sharded, self.full_copy = cfg.run.fsdp and acc.num_processes > 1, None
+        if self.sharded:            # before the optimizer takes the parameters: sharding replaces them
+            model = model.to(acc.device)
+            self.full_copy = copy.deepcopy(model).requires_grad_(False)    # the gathered EMA's home: samples, exports
+            shard_model(model)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
                                 weight_decay=cfg.optim.weight_decay, fused=acc.device.type == 'cuda')
         self.rules = EvalRules.from_config(cfg)                            # best, plateau scale, abort / frozen status
@@ -267,7 +309,9 @@ class Trainer:
                                                acc.num_processes)
         self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.task.collate, data_seed,
                                   **loader_options(cfg.data))
-        self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
+        if self.sharded:            # a sharded model is not wrapped again in DDP
+            self.model, (self.optimizer, self.scheduler) = model, acc.prepare(opt, sched)
+        else: self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
         self.unwrapped = acc.unwrap_model(self.model)                      # asked once: unwrapping inspects the model
         self.params = list(self.unwrapped.parameters())
         # after prepare: the shadow weights live on the device
@@ -293,8 +337,9 @@ class Trainer:
         "Training FLOPs per item: the forward of `n` fixed validation items counted, x3 with the backward."
         b = self.to_device({k: v[:n] for k, v in self.val_batch.items()})
         cuda = [self.accelerator.device] if self.accelerator.device.type == 'cuda' else []
+        model = self.full_copy if self.sharded else self.unwrapped       # counted whole: no collectives
         with torch.random.fork_rng(devices=cuda):         # counting draws nothing from the run's streams
-            fwd = forward_flops(lambda: self.val_objective.loss(self.unwrapped, b, torch.Generator().manual_seed(0)))
+            fwd = forward_flops(lambda: self.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
         return None if fwd is None else 3 * fwd / len(b['x1'])
 
     @property
@@ -319,12 +364,20 @@ class Trainer:
     # --- the state: one definition for the checkpoint, the range test's restore and the resume gate
     def state_dict(self) -> dict:
         "Everything a training step changes: the progress, every random stream, schedule, optimizer, EMA and weights."
-        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-        rng = {'torch': torch.get_rng_state(), 'cuda': cuda}
         # causes before effects: where two states differ, the first entry that does tends to say why
-        return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': rng,
+        return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': self.rng_state(),
                 'scheduler': self.scheduler.state_dict(), 'optimizer': self.optimizer.state_dict(),
                 'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict()}
+
+    def rng_state(self) -> dict:
+        "This process's global torch streams (CPU and CUDA)."
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+        return {'torch': torch.get_rng_state(), 'cuda': cuda}
+
+    def load_ema(self, state: dict):
+        "Take back the EMA's state (whole tensors), each shadow weight on the device and sharded as its parameter is."
+        self.ema.load_state_dict(state)
+        self.ema.shadow_params = [like(s, p) for s, p in zip(self.ema.shadow_params, self.params)]
 
     def progress_state(self) -> dict:
         "Where the run is (JSON-able): step, data position, unlogged losses, eval rules, accumulation, task state."
@@ -377,12 +430,13 @@ class Trainer:
             raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
                               f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
         weights, ema = checkpoint_weights(path)
-        try: self.unwrapped.load_state_dict(weights)
+        try:
+            if self.sharded: load_full_state(self.unwrapped, weights)
+            else: self.unwrapped.load_state_dict(weights)
         except RuntimeError as e:
             why = str(e).splitlines()[0]
             raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
-        self.ema.load_state_dict(ema)
-        self.ema.to(self.accelerator.device)
+        self.load_ema(ema)
         self.task.load_state_dict(state.get('task_state', {}))      # e.g. latent statistics: inherited, not recomputed
 
     # --- batches
@@ -418,7 +472,7 @@ class Trainer:
 
     def _update(self, loss) -> torch.Tensor:
         "Clip, check, step AdamW and the schedule, clear the gradients: once per optimizer step; the gradient norm."
-        grad_norm = self._clip_gradients()
+        grad_norm = full_tensor(self._clip_gradients())          # a sharded model's norm is a replicated DTensor
         # the one host sync of a step, kept on purpose: raised before the optimizer step, the weights stay the last good
         # ones; a non-finite loss anywhere in the step (any process: the all-reduce spreads it) makes the gradient norm
         # non-finite, so every process stops here at the same step
@@ -471,7 +525,13 @@ class Trainer:
     # --- evaluation, strips, checkpoints
     @contextmanager
     def ema_weights(self):
-        "Swap the EMA weights into the model for the `with` block, then restore the raw ones."
+        """Swap the EMA weights into the model for the `with` block, then restore the raw ones; a sharded model's
+        EMA is gathered into its full copy instead (every process enters: a collective)."""
+        if self.sharded:
+            with torch.no_grad():
+                for dst, s in zip(self.full_copy.parameters(), self.ema.shadow_params): dst.copy_(full_tensor(s))
+            yield self.full_copy
+            return
         self.ema.store(self.params)
         self.ema.copy_to(self.params)
         try: yield self.unwrapped
@@ -519,14 +579,16 @@ class Trainer:
     def maybe_sample(self, force: bool = False):
         "Every `eval.sample_every` steps: the strip of the fixed held-out batch, from the EMA weights, on rank 0."
         if self.strip_batch is None or not (force or self.step % self.cfg.eval.sample_every == 0): return
-        if self.is_main:
-            b = self.strip_batch
-            with self.ema_weights() as m: x = self.task.sample(m, b, 20_000 + self.cfg.run.seed)
-            fig = self.task.strip_figure(x, b, f'step {self.step}')
-            path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
-            with writing(f'the sample strip of step {self.step}', path):
-                if fig is not None: save_figure(fig, path)
+        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+            if self.is_main: self._write_strip(m)
         self.accelerator.wait_for_everyone()                        # slow sampling cannot trip the other ranks' timeout
+
+    def _write_strip(self, model):
+        b = self.strip_batch
+        fig = self.task.strip_figure(self.task.sample(model, b, 20_000 + self.cfg.run.seed), b, f'step {self.step}')
+        path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
+        with writing(f'the sample strip of step {self.step}', path):
+            if fig is not None: save_figure(fig, path)
 
     def maybe_checkpoint(self):
         "A checkpoint every `checkpoint.save_every` steps and at every evaluation."
@@ -550,6 +612,7 @@ class Trainer:
                 'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
                 'data': self.data_info.to_dict(), 'n_params': n_params(self.unwrapped),
                 'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
+                'sharding': shard_figures(self.unwrapped) if self.sharded else None,
                 'init_from': str(self.init_from) if self.init_from else None, **extra}
 
     def fit(self) -> dict:
@@ -567,6 +630,13 @@ class Trainer:
     def _train(self) -> dict:
         "The loop: step 0's evaluation, then optimizer steps with their records, evaluations, strips and checkpoints."
         if self.step == 0: self.maybe_evaluate(force=True)
+        # a resume at the end (killed before the final export, or stopped by --max-steps) only finishes: no step beyond
+        stopped = self._loop() if self.step < self.end_step else None
+        if stopped is not None: return stopped
+        return self._abort() if self.rules.status == 'aborted' else self._finish()
+
+    def _loop(self) -> dict | None:
+        "Optimizer steps to the end step or a rule's stop; the stop record if a signal stopped them."
         for loss, grad_norm in self.optimizer_steps():
             self._log_step(loss, grad_norm)
             self.callbacks('on_step_end', self)
@@ -574,9 +644,8 @@ class Trainer:
                 self.maybe_evaluate()
                 self.maybe_sample()
                 self.maybe_checkpoint()
-            if self.step >= self.end_step or self.rules.status != 'running': break
+            if self.step >= self.end_step or self.rules.status != 'running': return None
             if self._stop_requested(): return self._stop()
-        return self._abort() if self.rules.status == 'aborted' else self._finish()
 
     def _end(self, end: dict | None, failure: BaseException | None = None):
         "Put the signal handlers back; after a failure, say so in run_info.json; tell the callbacks how it ended."
@@ -664,12 +733,13 @@ class Trainer:
         status = 'max_steps' if self.step < self.cfg.run.steps else 'completed'
         if self.rules.status == 'frozen': status = 'frozen'
         final = {'kind': 'final', 'status': status, 'train_seconds': round(train_seconds, 1)}
-        if self.is_main:
-            t0 = time.time()
-            self.checkpointer.export(self, 'final')
-            with self.ema_weights() as m: final.update(self.task.final_quality(m))
-            final['quality_seconds'] = round(time.time() - t0, 1)
-            final['val_loss_ema'] = self.log.last('val')['val_loss_ema']
+        t0 = time.time()
+        self.checkpointer.export(self, 'final')
+        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+            if self.is_main:
+                final.update(self.task.final_quality(m))
+                final['quality_seconds'] = round(time.time() - t0, 1)
+                final['val_loss_ema'] = self.log.last('val')['val_loss_ema']
         final = self.record(final)
         self.log.run_info(self.run_facts(status, final=final))
         self.accelerator.wait_for_everyone()

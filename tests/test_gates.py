@@ -1,7 +1,7 @@
 "Gates, the range test, evaluate and the evaluation rules through the `rectiflow` command, as a user runs them."
 import json
 from pathlib import Path
-from conftest import run_cli, main_in_process, TINY_MOONS, cli_in_process
+from conftest import run_cli, main_in_process, TINY_MOONS, cli_in_process, records
 
 def gate_records(run):
     return [json.loads(l) for l in (Path(run) / 'gates.jsonl').read_text().splitlines()]
@@ -59,8 +59,12 @@ def test_max_steps_stops_the_loop_and_resume_finishes_the_schedule(tmp_path):
     run = tmp_path / 'run'
     p = run_cli('train', *TINY_MOONS, '--steps', '40', '--max-steps', '20', '--out', run)
     assert p.returncode == 0, p.stderr
-    assert 'status max_steps at step 20' in p.stdout and 'rectiflow train --resume' in p.stdout
+    assert 'status max_steps at step 20' in p.stdout and f'train --resume --out {run} --max-steps 0' in p.stdout
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'max_steps'
+    # resumed as it was, the run is at its end: it finishes again and takes no step past it
+    p = cli_in_process('train', '--resume', '--out', run, '--no-progress')
+    assert p.returncode == 0, p.stderr
+    assert 'status max_steps at step 20' in p.stdout and max(r['step'] for r in records(run)) == 20
     p = cli_in_process('train', '--resume', '--out', run, '--no-progress', '--max-steps', '0')
     assert p.returncode == 0, p.stderr
     info = json.loads((run / 'run_info.json').read_text())

@@ -1,7 +1,8 @@
 "Launchers: accelerate launch and torchrun with two CPU processes (gloo, accelerate's MULTI_CPU), and two nodes on loopback."
 import json, sys
 from pathlib import Path
-from conftest import run_cli, free_port, TINY_MOONS, BIN
+import pytest, torch
+from conftest import run_cli, free_port, TINY_MOONS, BIN, final_weights, records, cli_in_process
 from rectiflow.schedules import warmup_cosine_lr
 
 def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
@@ -36,6 +37,47 @@ def test_two_processes_share_one_schedule_and_one_log(tmp_path):
     for r in train:
         assert abs(r['lr'] - warmup_cosine_lr(r['step'], lr, warmup, steps, min_lr)) < 1e-12, r
     assert abs(train[-1]['lr'] - min_lr) < 1e-12
+
+TORCHRUN = [str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2']
+
+def two_process_runs(root, *extra) -> tuple[Path, Path]:
+    "A 20-step two-process run, and the same run stopped at step 10 and resumed: (whole, halves)."
+    whole, halves = root / 'whole', root / 'halves'
+    for args in ([*TINY_MOONS, '--steps', '20', '--out', whole, *extra],
+                 [*TINY_MOONS, '--steps', '20', '--max-steps', '10', '--out', halves, *extra],
+                 ['--resume', '--out', halves, '--max-steps', '0', '--no-progress']):
+        p = run_cli('train', *args, launcher=TORCHRUN)
+        assert p.returncode == 0, p.stderr[-3000:]
+    return whole, halves
+
+def last_train_loss(run) -> float: return [r for r in records(run) if r['kind'] == 'train'][-1]['loss']
+
+@pytest.fixture(scope='module')
+def ddp_runs(tmp_path_factory): return two_process_runs(tmp_path_factory.mktemp('ddp'))
+
+def test_a_two_process_run_resumes_bit_identically(ddp_runs):
+    # each process draws from its own generator: the checkpoint keeps every process's, not rank 0's for all
+    whole, halves = ddp_runs
+    a, b = final_weights(whole), final_weights(halves)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert last_train_loss(whole) == last_train_loss(halves)
+
+def test_fsdp_shards_the_model_trains_as_ddp_exports_whole_and_resumes_bit_identically(ddp_runs, tmp_path):
+    whole, halves = two_process_runs(tmp_path, '--run.fsdp', 'true')
+    info = json.loads((whole / 'run_info.json').read_text())
+    # each process really holds about half of every tensor (torch's fully_shard, not accelerate's DDP fallback)
+    assert info['status'] == 'completed' and 0.45 < info['sharding']['local_fraction'] < 0.55, info['sharding']
+    assert info['sharding']['params'] == info['n_params']
+    # the export and the checkpoint are whole tensors: the same names and shapes as the DDP run's, and its values
+    # up to the order of the gradient reductions
+    fsdp, ddp = final_weights(whole), final_weights(ddp_runs[0])
+    assert sorted(fsdp) == sorted(ddp)
+    for k in ddp: assert torch.allclose(fsdp[k], ddp[k], atol=1e-6), k
+    assert abs(last_train_loss(whole) - last_train_loss(ddp_runs[0])) < 1e-5
+    resumed = final_weights(halves)
+    assert all(torch.equal(fsdp[k], resumed[k]) for k in fsdp)
+    p = cli_in_process('evaluate', whole / 'checkpoints' / 'step_000020')     # one process reads the gathered files
+    assert p.returncode == 0, p.stderr
 
 def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path):
     import subprocess, os, torch
