@@ -70,3 +70,16 @@ def test_the_throughput_figures_agree_with_the_flops_counted_once(tiny_run):
     for r in (r for r in records(tiny_run) if r['kind'] == 'train'):
         assert r['tflops'] == pytest.approx(info['flops_per_item'] * r['items_per_s'] / 1e12, rel=1e-9)
         assert r['mfu'] is None and r['steps_per_s'] > 0
+
+def test_recompiles_with_width_buckets_are_counted_and_stop_growing(tmp_path):
+    # lines come in width buckets: a new width recompiles once, with that dimension then dynamic (torch.compile's
+    # automatic dynamic shapes), so the count grows by a graph, not by a graph per bucket
+    run = tmp_path / 'lines'
+    code, _, err = main_in_process('train', '--task', 'lines', '--out', run, '--no-progress', '--steps', '12',
+                                   '--task.n_train', '512', '--task.n_val', '64', '--run.log_every', '1',
+                                   '--eval.every', '12', '--eval.sample_every', '12', '--eval.n_samples', '8',
+                                   '--eval.val_items', '32', *REGIONAL)
+    assert code == 0, err
+    graphs = [r['compiled_graphs'] for r in records(run) if r['kind'] == 'train']
+    assert len(graphs) == 12 and graphs == sorted(graphs)
+    assert graphs[0] < graphs[-1] <= graphs[0] + 2 and graphs[-4:] == [graphs[-1]] * 4, graphs
