@@ -18,7 +18,7 @@ from .embedded import digits_split
 from .shards import LatentStats
 from .models import make_model, MODEL_CLASSES
 from .losses import masked_mse
-from .metrics import psnr, reference_classifier
+from .metrics import psnr, reference_classifier, cache_dir as rectiflow_cache
 from .vae import RECON_MIN_ACCURACY, load_vae, reconstruct, reconstruction_figures
 from .vae import encoder_fingerprint, encode_latents, decode_latents
 from .task import Task
@@ -158,7 +158,7 @@ class VAETask(Task):
 # %% ../nbs/09_latents.ipynb #b4a6edf2
 def default_latent_cache() -> Path:
     "Where latents are cached unless a directory is given: `$XDG_CACHE_HOME/rectiflow/latents` (~/.cache by default)."
-    return Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'rectiflow' / 'latents'
+    return rectiflow_cache() / 'latents'
 
 # %% ../nbs/09_latents.ipynb #c7852de6
 def digits_latents(vae, cache_dir=None, seed: int = 0, val_fraction: float = 0.2) -> dict:
