@@ -88,8 +88,10 @@ def table(rows: list[dict]) -> str:
                      f"{fmt(mem, '.2f', 'x')} | {r['compiled_graphs']} | {r['wall_s']:.0f} s |")
     return '\n'.join(lines)
 
+WORKLOADS = {'digits': 'digits default', 'dit': 'DiT on 16x32x32 latents'}
+
 def workloads(a, work: Path) -> dict:
-    "The two workloads' CLI arguments (the smoke sizes are tiny)."
+    "The chosen workloads' CLI arguments (the smoke sizes are tiny)."
     if a.smoke:
         shards = write_latent_shards(work / 'latents', 64, 32, 4, 8)
         digits = ['--data.batch_size', '32', '--eval.n_samples', '20', '--eval.val_items', '64']
@@ -100,7 +102,8 @@ def workloads(a, work: Path) -> dict:
         digits = []
         dit = ['--data', shards, '--model', 'dit', '--task.channels', '768', '--task.layers', '8', '--task.heads', '12',
                '--data.batch_size', '256', '--eval.n_samples', '100']
-    return {'digits default': digits, 'DiT on 16x32x32 latents': dit}
+    args = {'digits default': digits, 'DiT on 16x32x32 latents': dit}
+    return {WORKLOADS[w]: args[WORKLOADS[w]] for w in a.workloads.split(',')}
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -109,7 +112,10 @@ def main(argv=None):
     ap.add_argument('--json', help='the results file (default benchmarks/gpu_results.json; --smoke: WORK/gpu_results.json)')
     ap.add_argument('--steps', type=int, help='steps per run (default 300 for the digits, 60 for the DiT; --smoke: 4)')
     ap.add_argument('--compile-backend', help="torch.compile's backend (default inductor; --smoke: aot_eager)")
+    ap.add_argument('--workloads', default='digits,dit', help='comma-separated: digits, dit (default both)')
     a = ap.parse_args(argv)
+    unknown = set(a.workloads.split(',')) - set(WORKLOADS)
+    if unknown: ap.error(f"unknown workload {sorted(unknown)[0]!r}; choose from {', '.join(WORKLOADS)}")
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     path = Path(a.json) if a.json else work / 'gpu_results.json' if a.smoke else HERE / 'gpu_results.json'

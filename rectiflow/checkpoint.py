@@ -123,15 +123,20 @@ def class_path(obj) -> str:
 
 # %% ../nbs/06_checkpoint.ipynb #03c50f84
 def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dict | None = None,
-                 before_publish=None) -> Path:
+                 before_publish=None, scheduler=None) -> Path:
     """Export `model` (usually the EMA weights) atomically to `run_dir/name`: weights in `model/`, `info` in
-    `info.json`; `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary."""
+    `info.json`, and the diffusers models inside it with `scheduler`'s config where it has any (`unet/`,
+    `scheduler/`); `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
     try:
         how = save_weights(model, tmp / 'model')
+        parts = model.diffusers_parts() if hasattr(model, 'diffusers_parts') else {}
+        for part, m in parts.items(): m.save_pretrained(tmp / part)
+        if parts and scheduler is not None: scheduler.save_pretrained(tmp / 'scheduler')
         write_json_atomic(tmp / 'info.json', {'format': EXPORT_FORMAT, 'version': 1, 'model': how,
-                                              'model_class': class_path(model), **(info or {})})
+                                              'model_class': class_path(model), 'diffusers_parts': sorted(parts),
+                                              **(info or {})})
         if before_publish is not None: before_publish(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -142,6 +142,7 @@ class EvalConfig:
     solver: str = 'midpoint'                  # 'euler', 'heun' or 'midpoint'
     nfe: int = ranged(40, gt=0)               # network evaluations per sample (a guided step costs 2 per velocity)
     cfg_scale: float = ranged(1.2, ge=0)      # classifier-free guidance scale (1 = off, 0 = unconditional)
+    shift: float = ranged(1.0, gt=0)          # time grid: 1 uniform, >1 more steps at the noise end (SD3: 3)
     # final quality figures: generated items (class-conditional data: split evenly over classes)
     n_samples: int = ranged(1000, gt=0)
     metric: str = 'val_loss_ema'     # the validation figure that picks best/, drives plateau decay and the abort rule

@@ -132,7 +132,8 @@ def sample_grid(images: torch.Tensor, columns: int):
 # %% ../nbs/08_flow.ipynb #dcde6280
 def sampler_words(e: EvalConfig) -> str:
     "How samples were drawn, in a summary line."
-    return f"{e.solver} sampler, {e.nfe} NFE, CFG scale {e.cfg_scale}"
+    shift = f", time shift {e.shift:g}" if e.shift != 1.0 else ''
+    return f"{e.solver} sampler, {e.nfe} NFE, CFG scale {e.cfg_scale}{shift}"
 
 # %% ../nbs/08_flow.ipynb #46e2097c
 class DigitsFlow(FlowTask):

@@ -34,6 +34,10 @@ class VelocityModel(ModelMixin, ConfigMixin):
         (on its device: asking a diffusers model for its own walks it)."""
         return self.null_cond(len(x_t), x_t.device) if cond is None else cond
 
+    def diffusers_parts(self) -> dict:
+        "The plain diffusers models inside that diffusers alone can sample (name: model); none unless a model says so."
+        return {}
+
 # %% ../nbs/02_models.ipynb #3e727b6b
 class MLPBlock(nn.Sequential):
     "SiLU then a linear layer: one residual block of `MLPVelocity` (an `nn.Sequential`: its weights keep its keys)."
@@ -80,6 +84,8 @@ class UNetVelocity(VelocityModel):
 
     def forward(self, x_t, t, cond=None):
         return self.unet(x_t, t * 1000, class_labels=self._labels(cond, x_t)).sample
+
+    def diffusers_parts(self) -> dict: return {'unet': self.unet}     # the forward adds nothing diffusers lacks
 
 # %% ../nbs/02_models.ipynb #66eb5886
 class DiTVelocity(VelocityModel):

@@ -112,7 +112,8 @@ class Task:
         with the run's sampler settings unless `e`."""
         e = e or self.cfg.eval
         g = torch.Generator().manual_seed(seed)
-        x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale)
+        x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale,
+                        shift=e.shift)
         return x.float().cpu()
 
     def strip_figure(self, samples: torch.Tensor, batch: dict, title: str = ''):

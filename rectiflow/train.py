@@ -23,6 +23,7 @@ from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, writ
                                   export_model, git_commit, library_versions, GeneratorState, publish_checkpoint,
                                   check_resumable, checkpoint_weights, checkpoint_dirs, per_process, process_rank)
 from .schedules import schedule_lr, make_scheduler, EvalRules
+from .sampling import flow_scheduler
 from .tracking import Tracker, make_tracker
 from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointing, forward_flops,
                              peak_tflops, throughput_figures, shard_model, shard_figures, full_tensor, like,
@@ -237,7 +238,8 @@ class Checkpointer:
         with tr.ema_weights() as m:
             if not tr.is_main: return
             with writing(f'the {name}/ export', tr.run_dir / name):
-                export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written)
+                export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
+                             scheduler=flow_scheduler(tr.cfg.eval.shift))
 
 # %% ../nbs/07_train.ipynb #e32ca4e1
 def mixed_precision(precision: str) -> str:

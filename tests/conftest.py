@@ -61,7 +61,7 @@ def records(run) -> list[dict]:
 def final_weights(run) -> dict:
     "The tensors of `run/final/`'s weights, by name."
     from safetensors.torch import load_file
-    return load_file(str(next((Path(run) / 'final').rglob('*.safetensors'))))
+    return load_file(str(next((Path(run) / 'final' / 'model').rglob('*.safetensors'))))
 
 @pytest.fixture
 def one_thread():

@@ -27,9 +27,9 @@ def platform() -> dict:
     return {'torch': torch.__version__, 'cpu_capability': torch.backends.cpu.get_cpu_capability()}   # run_cli: one thread
 
 def weights_digest(export: Path) -> dict:
-    "sha256 of every tensor of the export's weights (whatever folder of `export` holds them), by name."
+    "sha256 of every tensor of the export's weights (`model/`: a UNet's own copy in `unet/` is the same tensors), by name."
     from safetensors.torch import load_file
-    files = sorted(p for p in export.rglob('*.safetensors'))
+    files = sorted(p for p in (export / 'model').rglob('*.safetensors'))
     assert len(files) == 1, files
     return {k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()[:20] for k, v in sorted(load_file(str(files[0])).items())}
 

@@ -1,25 +1,29 @@
 "The performance code paths that are not timings: the GPU benchmark's smoke size and profile mode."
 import json, math, os, subprocess, sys
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-def test_gpu_check_runs_the_real_train_for_every_variant_at_smoke_size(tmp_path):
+# the DiT's runs in every `make test`; the digits default's too in `make test-slow`
+@pytest.mark.parametrize('workloads', ['dit', pytest.param('digits,dit', marks=pytest.mark.slow)])
+def test_gpu_check_runs_the_real_train_for_every_variant_at_smoke_size(tmp_path, workloads):
     out = tmp_path / 'gpu.json'
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHON': sys.executable, 'MPLBACKEND': 'Agg'}
     p = subprocess.run(['bash', str(ROOT / 'benchmarks' / 'gpu.sh'), '--smoke', '--work', str(tmp_path / 'runs'),
-                        '--json', str(out)], capture_output=True, text=True, timeout=600, env=env)
+                        '--json', str(out), '--workloads', workloads], capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r['smoke'] and r['compile_backend'] == 'aot_eager'
+    names = {'digits': 'digits default', 'dit': 'DiT on 16x32x32 latents'}
     assert [(x['workload'], x['variant']) for x in r['rows']] == [
-        (w, v) for w in ('digits default', 'DiT on 16x32x32 latents') for v in ('eager', 'regional', 'regional + checkpointing')]
+        (names[w], v) for w in workloads.split(',') for v in ('eager', 'regional', 'regional + checkpointing')]
     for x in r['rows']:
         assert x['step_ms'] > 0 and x['items_per_s'] > 0 and x['params_m'] > 0 and x['tflops'] > 0
         assert x['mfu'] is None and x['peak_mem_mb'] is None          # a CPU: no bf16 peak, no device memory
         assert (x['compiled_graphs'] > 0) == (x['variant'] != 'eager'), x
     runs = sorted(d.name for d in (tmp_path / 'runs').iterdir() if (d / 'final').is_dir())
-    assert len(runs) == 6                                            # six real runs, each with its export
+    assert len(runs) == len(r['rows'])                                # real runs, each with its export
     assert '| workload | variant | params | step | vs eager |' in p.stdout
 
 def test_profile_steps_writes_an_operator_table_and_exits(tmp_path, tiny_run):
