@@ -293,7 +293,8 @@ def evaluation_target(path) -> tuple[Path, Path]:
 RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after',
                      'run.log_every', 'run.overwrite', 'run.out', 'data.num_workers', 'data.pin_memory',
                      'data.prefetch', 'data.persistent_workers', 'run.profile_steps', 'run.callbacks',
-                     'eval.every', 'eval.sample_every', 'eval.n_samples', 'checkpoint.save_every',
+                     'eval.every', 'eval.sample_every', 'eval.n_samples', 'eval.sampler_margin',
+                     'checkpoint.save_every',
                      'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay',
                      'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes',
                      'run.compile', 'run.compile_backend', 'run.gradient_checkpointing', 'run.peak_tflops'}

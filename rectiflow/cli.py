@@ -12,9 +12,9 @@ import torch
 from .config import Config, ConfigError, GATE_NAMES, Range, apply_overrides, number_arg, read_config_dict
 
 # %% auto #0
-__all__ = ['POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'make_parser', 'config_from_args', 'resume_target',
-           'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end', 'cmd_evaluate', 'cmd_gate',
-           'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'main']
+__all__ = ['POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'nfe_list', 'make_parser', 'config_from_args',
+           'resume_target', 'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end',
+           'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'main']
 
 # %% ../nbs/17_cli.ipynb #51449a00
 class _Parser(argparse.ArgumentParser):
@@ -101,12 +101,24 @@ def _sample_parser(sub):
     p.add_argument('--out', default=None, help='PNG path (default: RUN_DIR/samples/grid_seed{seed}.png)')
 
 # %% ../nbs/17_cli.ipynb #b4ad03f7
+def nfe_list(text: str) -> list[int]:
+    "NFE budgets from '1,2,4': positive integers."
+    try: nfes = [int(n) for n in text.split(',') if n.strip()]
+    except ValueError: nfes = []
+    if not nfes or min(nfes) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,2,4, not {text!r}")
+    return nfes
+
 def _evaluate_parser(sub):
     p = sub.add_parser('evaluate', help='score a checkpoint on its validation set and exit',
                        description="Score a step checkpoint, a best/ or final/ export, or a run directory (its best/) "
                        "on the run's validation subset.")
     p.add_argument('checkpoint', help='checkpoints/step_N, best/, final/ or a run directory')
     p.add_argument('--quality', action='store_true', help='also generate samples and report the quality figures')
+    p.add_argument('--nfe', type=nfe_list, metavar='N,N,...',
+                   help='sweep the quality figure over these NFE budgets (and each of --solvers) against Euler at '
+                        '100 NFE; writes nfe_sweep.json and nfe_sweep.png into the run')
+    p.add_argument('--solvers', default='euler,midpoint,heun', help='the solvers an --nfe sweep tries')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of lines')
 
 # %% ../nbs/17_cli.ipynb #2bac66a6
@@ -278,8 +290,22 @@ def report_end(final: dict, cfg: Config) -> int:
     return 0
 
 # %% ../nbs/17_cli.ipynb #77af693f
+def cmd_sweep(args) -> int:
+    "`evaluate --nfe`: the quality figure per NFE and solver, kept in the run."
+    from rectiflow.checkpoint import evaluation_target
+    from rectiflow.sweep import nfe_sweep, write_sweep, sweep_table
+    _, run_dir = evaluation_target(args.checkpoint)
+    with writer_lock(run_dir, args, always=True):
+        sweep = nfe_sweep(args.checkpoint, args.nfe, [s.strip() for s in args.solvers.split(',')],
+                          progress=not args.json)
+        path = write_sweep(sweep, run_dir)
+    if args.json: print(json.dumps(sweep))
+    else: print(sweep_table(sweep), f"wrote {path} and {path.with_suffix('.png')}", sep='\n')
+    return 0
+
 def cmd_evaluate(args) -> int:
     from rectiflow.tasks import evaluate_checkpoint
+    if args.nfe: return cmd_sweep(args)
     rec = evaluate_checkpoint(args.checkpoint, quality=args.quality)
     if args.json: print(json.dumps(rec))
     else:

@@ -143,6 +143,8 @@ class EvalConfig:
     nfe: int = ranged(40, gt=0)               # network evaluations per sample (a guided step costs 2 per velocity)
     cfg_scale: float = ranged(1.2, ge=0)      # classifier-free guidance scale (1 = off, 0 = unconditional)
     shift: float = ranged(1.0, gt=0)          # time grid: 1 uniform, >1 more steps at the noise end (SD3: 3)
+    # the sampler gate: this setting's quality figure within this fraction of Euler at 100 NFE's
+    sampler_margin: float = ranged(0.10, ge=0)
     # final quality figures: generated items (class-conditional data: split evenly over classes)
     n_samples: int = ranged(1000, gt=0)
     metric: str = 'val_loss_ema'     # the validation figure that picks best/, drives plateau decay and the abort rule
@@ -322,7 +324,7 @@ def apply_overrides(cfg: Config, args) -> Config:
 # %% ../nbs/00_config.ipynb #4635b6cb
 SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
-GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon')   # see 15_gates
+GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 15_gates
 TRACKERS = ('none', 'tensorboard')                             # see 06c_tracking
 COMPILE_MODES = ('off', 'model', 'regional')                   # see 06e_speed
 T_SAMPLERS = ('uniform', 'logit_normal')

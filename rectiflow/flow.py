@@ -139,6 +139,7 @@ def sampler_words(e: EvalConfig) -> str:
 class DigitsFlow(FlowTask):
     "Class-conditional digits: strips of requested / REAL / OURS / what the classifier reads; accuracy, gap and FD."
     per_class = 2                   # held-out digits per class in a strip
+    quality_metric = 'fd'
 
     def make_datasets(self):
         s = digits_split(self.cfg.run.seed, self.opts.val_fraction)
@@ -201,6 +202,8 @@ def digits_summary(final: dict, e: EvalConfig) -> list[str]:
 # %% ../nbs/08_flow.ipynb #0732c1d5
 class PointsFlow(FlowTask):
     "A 2-D set: scatter strips of real and generated points; W2 and energy distance beside their noise floors."
+    quality_metric = 'w2'
+
     def make_datasets(self):
         o, seed = self.opts, self.cfg.run.seed
         train, val = (TensorItems(toy_2d(o.data, o.n_train, seed * 1000 + 1)),

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import copy, datetime, hashlib, json, math, tempfile, time
 from contextlib import nullcontext
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 import numpy as np
 import torch
@@ -19,11 +19,13 @@ from .metrics import reference_classifier
 from .train import Trainer, FrozenDraws
 from .tasks import make_task, task_trainer
 from .checkpoint import read_jsonl
+from .sweep import REFERENCE, setting_figures, sweep_metric
+from .tasks import load_checkpoint
 
 # %% auto #0
 __all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'AllItems',
-           'overfit_gate', 'flat_state', 'same_entry', 'resume_gate', 'lr_gate', 'recon_gate', 'parse_gate_names',
-           'run_gate', 'run_gates']
+           'overfit_gate', 'flat_state', 'same_entry', 'resume_gate', 'lr_gate', 'recon_gate', 'sampler_gate',
+           'parse_gate_names', 'run_gate', 'run_gates']
 
 # %% ../nbs/15_gates.ipynb #57924e2c
 @dataclass
@@ -292,8 +294,34 @@ def recon_gate(cfg: Config, vae=None, min_accuracy: float = RECON_MIN_ACCURACY, 
            + ("at least" if acc >= min_accuracy else "below") + f" {min_accuracy}.")
     return GateResult('recon', acc >= min_accuracy, f, msg[0].upper() + msg[1:])
 
+# %% ../nbs/15_gates.ipynb #5a3e0002
+def sampler_gate(cfg: Config, run_dir=None, **_) -> GateResult:
+    "Pass if `run_dir/best` sampled as `cfg.eval` says is within `eval.sampler_margin` of Euler at 100 NFE."
+    best = Path(run_dir or cfg.run.out) / 'best'
+    if not best.is_dir():
+        raise ConfigError(f"The sampler gate reads a trained run's best/, and {best} is not there: train first.")
+    c, g = load_checkpoint(best), cfg.eval
+    # the run's own evaluation settings (sample count, seeds), with the setting to judge taken from `cfg`
+    e = replace(c.cfg.eval, solver=g.solver, nfe=g.nfe, shift=g.shift, cfg_scale=g.cfg_scale,
+                sampler_margin=g.sampler_margin)
+    guided = e.cfg_scale != 1.0 and bool(c.task.info.n_classes)
+    ref = setting_figures(c.task, c.models['ema'], e, *REFERENCE, guided)
+    few = setting_figures(c.task, c.models['ema'], e, e.solver, e.nfe, guided)
+    m, margin, mode = sweep_metric(c.task, ref), e.sampler_margin, getattr(c.task, 'quality_mode', 'min')
+    setting = f"{e.solver} at {e.nfe} NFE (shift {e.shift:g}, CFG {e.cfg_scale:g})"
+    if 'na' in few:
+        return GateResult('sampler', False, {'metric': m, 'na': few['na']}, f"{setting} cannot run: {few['na']}.")
+    ratio = few[m] / ref[m] if ref[m] else float('inf')
+    passed = ratio <= 1 + margin if mode == 'min' else ratio >= 1 - margin
+    f = {'metric': m, 'value': few[m], 'reference': ref[m], 'ratio': ratio, 'margin': margin, 'solver': e.solver,
+         'nfe': e.nfe, 'shift': e.shift, 'cfg_scale': e.cfg_scale}
+    msg = (f"{m} {few[m]:.4g} with {setting} against {ref[m]:.4g} with euler at {REFERENCE[1]} NFE: {ratio:.2f}x, "
+           + ("within" if passed else "outside") + f" the margin of {margin:.0%}.")
+    return GateResult('sampler', passed, f, msg[0].upper() + msg[1:])
+
 # %% ../nbs/15_gates.ipynb #14fd9e5c
-GATES = {'data': data_gate, 'overfit': overfit_gate, 'lr': lr_gate, 'resume': resume_gate, 'recon': recon_gate}
+GATES = {'data': data_gate, 'overfit': overfit_gate, 'lr': lr_gate, 'resume': resume_gate, 'recon': recon_gate,
+         'sampler': sampler_gate}
 
 def parse_gate_names(names) -> list[str]:
     "Gate names from 'data,overfit' or a list; unknown names are a `ConfigError`."

@@ -227,6 +227,7 @@ class LatentDigitsTask(Task):
     "Flow matching on cached, normalised digit latents: samples decoded for the digits strips, figures and grids."
     config = LatentDigitsConfig
     model_options = ('model', 'channels', 'layers', 'attention', 'heads')
+    quality_metric = 'fd'
     per_class = 2                   # held-out digits per class in a strip
 
     def __init__(self, cfg: Config, info: DataInfo | None = None):

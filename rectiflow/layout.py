@@ -25,7 +25,9 @@ LAYERS = (
     ('train',),                                            # the Trainer
     ('flow', 'latents', 'filler', 'lines', 'sequences'),   # built-in tasks
     ('tasks',),                                            # the registry; train(), evaluate(), load_run()
-    ('lr_find', 'gates', 'widgets', 'cli'),                # tools that read run directories and talk to a Task
+    ('reflow',),                                           # a task built on a trained run: couplings, a student
+    # tools that read run directories and talk to a Task; the NFE sweep
+    ('lr_find', 'sweep', 'gates', 'widgets', 'cli'),
 )
 
 # %% ../nbs/00a_layout.ipynb #be28d0bb

@@ -367,6 +367,7 @@ class LinesTask(Task):
     "Lines of digits: width buckets, padding masks, line strips, CER and gap, the final legibility figures."
     config = LinesConfig
     model_options = ('width', 'layers', 'heads')
+    quality_metric = 'cer'
     n_val_lines = 64                # lines of the validation batch that every validation record reads
 
     @classmethod

@@ -133,6 +133,9 @@ class Task:
         "Figures of `model` on the validation batch, beside the losses in every validation record."
         return {}
 
+    quality_metric: str | None = None   # the quality figure few-step sampling is judged by (13a_sweep; None: the first)
+    quality_mode: str = 'min'           # 'min': lower is better, 'max': higher
+
     def final_quality(self, model, e: EvalConfig | None = None) -> dict:
         "The final figures of the EMA `model`: `quality` with a sampler of items of the data's shape."
         e = e or self.cfg.eval

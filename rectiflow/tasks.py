@@ -19,12 +19,14 @@ from .train import Callback, Trainer, evaluation_record, profile_steps, validati
 # %% auto #0
 __all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_class', 'import_task',
            'task_name', 'resolve_task', 'preset', 'parse_config', 'load_config', 'validate', 'make_task',
-           'resolve_callbacks', 'train', 'task_trainer', 'evaluate_checkpoint', 'LoadedRun', 'load_run']
+           'resolve_callbacks', 'train', 'task_trainer', 'Checkpoint', 'load_checkpoint', 'evaluate_checkpoint',
+           'LoadedRun', 'load_run']
 
 # %% ../nbs/13_tasks.ipynb #f0a446b7
 BUILTIN_TASKS = {'flow': 'rectiflow.flow:FlowTask', 'vae': 'rectiflow.latents:VAETask',
                  'latent-digits': 'rectiflow.latents:LatentDigitsTask', 'filler': 'rectiflow.filler:FillerTask',
-                 'lines': 'rectiflow.lines:LinesTask', 'sequences': 'rectiflow.sequences:SequencesTask'}
+                 'lines': 'rectiflow.lines:LinesTask', 'sequences': 'rectiflow.sequences:SequencesTask',
+                 'reflow': 'rectiflow.reflow:ReflowTask'}
 DEFAULT_TASK = 'flow'
 ENTRY_POINT_GROUP = 'rectiflow.tasks'
 _REGISTERED = {}
@@ -150,20 +152,34 @@ def _saved(ckpt: Path) -> dict:
     return export_info(ckpt)
 
 # %% ../nbs/13_tasks.ipynb #172b9c1e
-def evaluate_checkpoint(path, quality: bool = False) -> dict:
-    "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures)."
+@dataclass
+class Checkpoint:
+    "A checkpoint or export, loaded: where it is, what it recorded, its run's config and task, and its models."
+    path: Path
+    run_dir: Path
+    saved: dict
+    cfg: Config
+    task: Task
+    models: dict            # {'raw', 'ema'} from a step checkpoint, {'ema'} from an export
+
+def load_checkpoint(path) -> Checkpoint:
+    "The checkpoint, export or run (its best/) at `path` with its task rebuilt from the run's config."
     ckpt, run_dir = evaluation_target(path)
     saved = _saved(ckpt)
     cfg = (load_config(run_dir / 'config.json') if (run_dir / 'config.json').is_file()
            else parse_config(saved['config']))
     task = make_task(cfg)
     task.load_state_dict(saved.get('task_state', {}))
-    models = checkpoint_models(ckpt, task.make_model())
-    batch = fixed_subset(task.val_ds, cfg.eval.val_items, task.collate)
-    rec = {'checkpoint': str(ckpt), 'step': saved.get('step')}
-    rec.update(evaluation_record(task, task.make_objective(), batch, validation_seed(cfg), models.get('raw'),
-                                 nullcontext(models['ema'])))
-    if quality: rec.update(task.final_quality(models['ema']))
+    return Checkpoint(ckpt, run_dir, saved, cfg, task, checkpoint_models(ckpt, task.make_model()))
+
+def evaluate_checkpoint(path, quality: bool = False) -> dict:
+    "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures)."
+    c = load_checkpoint(path)
+    batch = fixed_subset(c.task.val_ds, c.cfg.eval.val_items, c.task.collate)
+    rec = {'checkpoint': str(c.path), 'step': c.saved.get('step')}
+    rec.update(evaluation_record(c.task, c.task.make_objective(), batch, validation_seed(c.cfg), c.models.get('raw'),
+                                 nullcontext(c.models['ema'])))
+    if quality: rec.update(c.task.final_quality(c.models['ema']))
     return rec
 
 # %% ../nbs/13_tasks.ipynb #f0f9d491

@@ -18,7 +18,7 @@ from .rundir import MEMORY_FIELDS
 # %% auto #0
 __all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'run_curves', 'plot_curves', 'figure_png',
            'expand_runs', 'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid', 'gate_rows',
-           'gate_table_html', 'GateBoard', 'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
+           'gate_table_html', 'GateBoard', 'NFESweep', 'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
 
 # %% ../nbs/16_widgets.ipynb #9698c6f5
 def run_config(run_dir) -> Config:
@@ -361,6 +361,49 @@ class GateBoard:
         try:
             r = run_gate(name, self.config(), self.run_dir, **self.options)
             self.status.value = str(r)
+        except ConfigError as e: self.status.value = f'<span style="color:#c62828">{e}</span>'
+        self.refresh()
+
+    def _ipython_display_(self): display(self.widget)
+
+# %% ../nbs/16_widgets.ipynb #5e1d0002
+class NFESweep:
+    "A run's quality against NFE (`13a_sweep`): the plot and table kept in the run; the button sweeps it again."
+    def __init__(self, run_dir, nfes=(1, 2, 4, 8, 16, 32)):
+        self.run_dir, self.nfes = Path(run_dir), tuple(nfes)
+        self.out, self.status, self.table = W.Output(), W.HTML(), W.HTML()
+        self.button = W.Button(description='Sweep NFE', icon='play', button_style='primary')
+        self.button.on_click(lambda _: self.run())
+        self.widget = W.VBox([W.HBox([self.button, self.status]), self.out, self.table])
+        self.widget.add_class('rectiflow-nfe-sweep')
+        self.refresh()
+
+    def refresh(self):
+        "Draw the sweep kept in the run (or say there is none)."
+        import html
+        import matplotlib.pyplot as plt
+        from rectiflow.sweep import read_sweep, sweep_figure, sweep_table
+        self.sweep = read_sweep(self.run_dir)
+        self.out.clear_output()
+        if self.sweep is None:
+            self.table.value = ('No sweep yet: press the button, or run '
+                                '<code>rectiflow evaluate RUN --nfe 1,2,4,8</code>.')
+            return
+        self.table.value = f'<pre>{html.escape(sweep_table(self.sweep))}</pre>'
+        with self.out:
+            fig = sweep_figure(self.sweep)
+            display(fig)
+            plt.close(fig)
+
+    def run(self):
+        "Sweep the run's best/ at the widget's NFE budgets, keep it in the run, redraw."
+        from rectiflow.rundir import run_lock
+        from rectiflow.sweep import nfe_sweep, write_sweep
+        self.status.value = 'sweeping ...'
+        try:
+            with run_lock(self.run_dir, 'the NFESweep widget'):
+                write_sweep(nfe_sweep(self.run_dir, self.nfes, progress=False), self.run_dir)
+            self.status.value = 'swept'
         except ConfigError as e: self.status.value = f'<span style="color:#c62828">{e}</span>'
         self.refresh()
 
