@@ -305,7 +305,7 @@ def sampler_gate(cfg: Config, run_dir=None, **_) -> GateResult:
     e = replace(c.cfg.eval, solver=g.solver, nfe=g.nfe, shift=g.shift, cfg_scale=g.cfg_scale,
                 sampler_margin=g.sampler_margin)
     guided = e.cfg_scale != 1.0 and bool(c.task.info.n_classes)
-    ref = setting_figures(c.task, c.models['ema'], e, *REFERENCE, guided)
+    ref = setting_figures(c.task, c.models['ema'], replace(e, shift=1.0), *REFERENCE, guided)   # on the uniform grid
     few = setting_figures(c.task, c.models['ema'], e, e.solver, e.nfe, guided)
     m, margin, mode = sweep_metric(c.task, ref), e.sampler_margin, getattr(c.task, 'quality_mode', 'min')
     setting = f"{e.solver} at {e.nfe} NFE (shift {e.shift:g}, CFG {e.cfg_scale:g})"

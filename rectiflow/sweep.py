@@ -56,20 +56,22 @@ def setting_figures(task, model, e, solver: str, nfe: int, guided: bool) -> dict
     figures = task.final_quality(model, replace(e, solver=solver, nfe=nfe))
     return {**row, 'nfe_used': nfe // need * need, **figures, 'seconds': round(time.time() - t0, 1)}
 
-def nfe_sweep(path, nfes=(1, 2, 4, 8, 16, 32), solvers=SWEEP_SOLVERS, progress: bool = True) -> dict:
-    "The quality figures of the EMA weights at `path` for every solver and NFE budget, and the Euler-100 reference."
+def nfe_sweep(path, nfes=(1, 2, 4, 8, 16, 32), solvers=SWEEP_SOLVERS, shift: float | None = None,
+              progress: bool = True) -> dict:
+    """The quality figures of the EMA weights at `path` for every solver and NFE budget (on the run's time grid,
+    or `shift`'s), and the Euler-100 reference (on the uniform grid)."""
     for s in solvers: step_cost(s, False)          # an unknown solver is refused before anything is loaded
     c = load_checkpoint(path)
-    e, model = c.cfg.eval, c.models['ema']
+    e, model = c.cfg.eval if shift is None else replace(c.cfg.eval, shift=shift), c.models['ema']
     guided = e.cfg_scale != 1.0 and bool(c.task.info.n_classes)
-    settings = [REFERENCE] + [(s, int(n)) for s in solvers for n in nfes]
+    settings = [(s, int(n)) for s in solvers for n in nfes]
+    ref = setting_figures(c.task, model, replace(e, shift=1.0), *REFERENCE, guided)
     rows = [setting_figures(c.task, model, e, s, n, guided)
             for s, n in tqdm(settings, desc='nfe sweep', disable=not progress)]
-    ref = rows[0]
     return {'checkpoint': str(c.path), 'run_dir': str(c.run_dir), 'step': c.saved.get('step'),
             'metric': sweep_metric(c.task, ref),
             'mode': getattr(c.task, 'quality_mode', 'min'), 'cfg_scale': e.cfg_scale, 'shift': e.shift,
-            'guided': guided, 'n_samples': e.n_samples, 'reference': ref, 'rows': rows[1:]}
+            'guided': guided, 'n_samples': e.n_samples, 'reference': ref, 'rows': rows}
 
 # %% ../nbs/13a_sweep.ipynb #5e00000d
 def best_setting(sweep: dict, max_nfe: int) -> dict | None:
