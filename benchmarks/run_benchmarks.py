@@ -294,8 +294,35 @@ def results_md(res) -> str:
         lines += ['## LR range test against a grid sweep (`benchmarks/lr_sweep.py`)', '', *meta(res, 'lr'),
                   table(json.loads((HERE / res['lr']['file']).read_text())), '']
     lines += perf_md(res)
+    lines += few_steps_md(HERE / 'few_steps.json')
     lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
+
+def few_steps_md(path: Path) -> list[str]:
+    "The few-step table (`benchmarks/few_steps.py`): the best setting within 4 and 8 NFE against Euler at 100 NFE."
+    if not path.exists(): return []
+    r = json.loads(path.read_text())
+    lines = ['## Few-step sampling (digits default, `benchmarks/few_steps.py`)', '',
+             f"_Measured {r['date']} on this machine: the seed runs of the quality benchmark (and a reflow student "
+             'trained from one), swept over NFE 1-32, solvers euler / midpoint / heun and time shift 1 / 3; FD of 1000 '
+             'samples, guided passes counted separately (CFG 1.2 for the teachers; the student samples unguided)._', '',
+             '| model | best at <= 4 NFE | FD | vs Euler-100 | best at <= 8 NFE | FD | vs Euler-100 | Euler-100 FD |',
+             '|---|---|---|---|---|---|---|---|']
+    for name, v in r.items():
+        if not isinstance(v, dict) or 'best4' not in v: continue
+        b4, b8 = v['best4'], v['best8']
+        say = lambda b: f"{b['solver']} {b['nfe']} NFE, shift {b['shift']:g}"
+        lines.append(f"| {name.replace('_', ' ')} | {say(b4)} | {b4['fd']:.3f} | {b4['ratio']:.2f}x | {say(b8)} | "
+                     f"{b8['fd']:.3f} | {b8['ratio']:.2f}x | {b4['reference']:.3f} |")
+    for name, v in r.items():
+        if isinstance(v, dict) and 'straightness' in v:
+            teacher = r.get(name.replace('reflow', 'teacher'), {}).get('best4', {}).get('reference')
+            against = (f"; its best at <= 4 NFE is {v['best4']['fd'] / teacher:.2f}x the teacher's Euler-100 FD "
+                       f"({teacher:.3f})" if teacher else '')
+            lines += ['', f"{name.replace('_', ' ')}: {v['pairs']} couplings and {v['steps']} steps in {v['seconds']} s "
+                      f"(couplings included); straightness {v['straightness']:.4g} against the teacher's "
+                      f"{v['straightness_teacher']:.4g}{against}."]
+    return lines + ['', 'Goals: the best setting at <= 4 NFE within 10% of Euler-100 and at <= 8 NFE within 5%.', '']
 
 GPU_GOALS = ('Goals (a benchmark, never a test): MFU >= 40% bf16 on the DiT step on an H100/H200-class device; '
              'regional compile >= 1.3x eager; checkpointing <= 0.5x peak memory at <= 1.35x step time.')
