@@ -1,4 +1,4 @@
-import io, json, os, shutil, socket, sys, subprocess
+import io, json, os, random, shutil, socket, sys, subprocess
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,10 +21,19 @@ TINY_MOONS = ['--data', 'moons', '--no-progress', '--task.n_train', '2048', '--t
 def cli(): return run_cli
 
 def free_port() -> int:
-    "A TCP port free on loopback now (for a launcher's rendezvous; tests run two at a time)."
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+    """A TCP port free on loopback now, for a launcher's rendezvous, from below the kernel's ephemeral range: a port
+    the kernel hands out (to `torchrun --standalone` in the other test worker, say) could be taken again between
+    this check and the launcher's bind; one outside that range is never handed out."""
+    try: low = int(Path('/proc/sys/net/ipv4/ip_local_port_range').read_text().split()[0])
+    except (OSError, ValueError, IndexError): low = 32768
+    rng = random.Random()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try: s.bind(('127.0.0.1', port))
+            except OSError: continue
+            return port
+    raise RuntimeError('no free port below the ephemeral range')
 
 def main_in_process(*args, cwd=None) -> tuple[int, str, str]:
     """`rectiflow ARGS` through the command's own `main`, in this interpreter: `(exit code, stdout, stderr)`.

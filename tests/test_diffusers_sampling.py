@@ -2,7 +2,7 @@
 rectiflow's Euler lands on the scheduler's grid, from the same noise."""
 import json, subprocess, sys
 import torch
-from conftest import run_cli
+from conftest import cli_in_process
 
 SAMPLE_WITH_DIFFUSERS_ONLY = '''
 import sys, torch
@@ -22,8 +22,8 @@ torch.save({'x': x, 'shift': scheduler.config.shift}, out)
 
 def test_an_export_samples_with_diffusers_alone_as_rectiflow_does(tmp_path):
     run = tmp_path / 'run'
-    p = run_cli('train', '--out', run, '--no-progress', '--steps', '20', '--run.log_every', '10', '--eval.every', '20',
-                '--eval.sample_every', '20', '--eval.n_samples', '20', '--eval.shift', '3')
+    p = cli_in_process('train', '--out', str(run), '--no-progress', '--steps', '20', '--run.log_every', '10',
+                       '--eval.every', '20', '--eval.sample_every', '20', '--eval.n_samples', '20', '--eval.shift', '3')
     assert p.returncode == 0, p.stderr
     final = run / 'final'
     assert json.loads((final / 'info.json').read_text())['diffusers_parts'] == ['unet']

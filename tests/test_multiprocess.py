@@ -14,31 +14,16 @@ def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
     info = json.loads((tmp_path / 'run' / 'run_info.json').read_text())
     assert info['status'] == 'completed' and info['num_processes'] == 2
 
-def test_two_processes_share_one_schedule_and_one_log(tmp_path):
-    run = tmp_path / 'run'
-    steps, warmup, lr, min_lr = 40, 10, 1e-3, 1e-4
-    p = run_cli('train', *TINY_MOONS, '--steps', steps, '--out', run, '--schedule.warmup_steps', warmup,
-                '--schedule.min_lr', min_lr, '--optim.lr', lr,
-                launcher=[str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2'])
-    assert p.returncode == 0, p.stderr
-    info = json.loads((run / 'run_info.json').read_text())
-    assert info['num_processes'] == 2 and info['status'] == 'completed'
-    recs = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
-    assert [r['kind'] for r in recs].count('final') == 1          # rank 0 alone writes the log
-    train = [r for r in recs if r['kind'] == 'train']
-    assert [r['step'] for r in train] == [10, 20, 30, 40]
-    # the LR after each optimizer step is the single-process schedule's: the horizon counts both processes
-    for r in train:
-        assert abs(r['lr'] - warmup_cosine_lr(r['step'], lr, warmup, steps, min_lr)) < 1e-12, r
-    assert abs(train[-1]['lr'] - min_lr) < 1e-12
-
 TORCHRUN = [str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2']
 
+STEPS, WARMUP, LR, MIN_LR = 40, 10, 1e-3, 1e-4
+SCHEDULE = ['--steps', STEPS, '--schedule.warmup_steps', WARMUP, '--schedule.min_lr', MIN_LR, '--optim.lr', LR]
+
 def two_process_runs(root, *extra) -> tuple[Path, Path]:
-    "A 20-step two-process run, and the same run stopped at step 10 and resumed: (whole, halves)."
+    "A 40-step two-process run, and the same run stopped at step 20 and resumed: (whole, halves)."
     whole, halves = root / 'whole', root / 'halves'
-    for args in ([*TINY_MOONS, '--steps', '20', '--out', whole, *extra],
-                 [*TINY_MOONS, '--steps', '20', '--max-steps', '10', '--out', halves, *extra],
+    for args in ([*TINY_MOONS, *SCHEDULE, '--out', whole, *extra],
+                 [*TINY_MOONS, *SCHEDULE, '--max-steps', '20', '--out', halves, *extra],
                  ['--resume', '--out', halves, '--max-steps', '0', '--no-progress']):
         p = run_cli('train', *args, launcher=TORCHRUN)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -48,6 +33,19 @@ def last_train_loss(run) -> float: return [r for r in records(run) if r['kind'] 
 
 @pytest.fixture(scope='module')
 def ddp_runs(tmp_path_factory): return two_process_runs(tmp_path_factory.mktemp('ddp'))
+
+def test_two_processes_share_one_schedule_and_one_log(ddp_runs):
+    run = ddp_runs[0]
+    info = json.loads((run / 'run_info.json').read_text())
+    assert info['num_processes'] == 2 and info['status'] == 'completed'
+    recs = records(run)
+    assert [r['kind'] for r in recs].count('final') == 1          # rank 0 alone writes the log
+    train = [r for r in recs if r['kind'] == 'train']
+    assert [r['step'] for r in train] == [10, 20, 30, 40]
+    # the LR after each optimizer step is the single-process schedule's: the horizon counts both processes
+    for r in train:
+        assert abs(r['lr'] - warmup_cosine_lr(r['step'], LR, WARMUP, STEPS, MIN_LR)) < 1e-12, r
+    assert abs(train[-1]['lr'] - MIN_LR) < 1e-12
 
 def test_a_two_process_run_resumes_bit_identically(ddp_runs):
     # each process draws from its own generator: the checkpoint keeps every process's, not rank 0's for all
@@ -75,7 +73,7 @@ def test_fsdp_shards_the_model_trains_as_ddp_exports_whole_and_resumes_bit_ident
     assert abs(last_train_loss(whole) - last_train_loss(ddp_runs[0])) < 1e-5
     resumed = final_weights(halves)
     assert all(torch.equal(fsdp[k], resumed[k]) for k in fsdp)
-    p = cli_in_process('evaluate', whole / 'checkpoints' / 'step_000020')     # one process reads the gathered files
+    p = cli_in_process('evaluate', whole / 'checkpoints' / 'step_000040')     # one process reads the gathered files
     assert p.returncode == 0, p.stderr
 
 def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path):
@@ -120,21 +118,22 @@ def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
     assert (run / 'checkpoints' / 'step_000010').is_dir()
 
 RANKS_AND_THE_LOCK = '''
-import sys, torch
+import os, sys, torch
 from rectiflow.config import ConfigError
 from rectiflow.rundir import acquire, processes, release, run_lock
+def say(line): os.write(1, (line + '\\n').encode())    # one write per line: the two ranks share the pipe
 free, held = sys.argv[1:3]
 rank = processes().process_index
 with run_lock(free):
     try:
         release(acquire(free))
-        print(f'rank {rank}: the lock is mine', flush=True)
+        say(f'rank {rank}: the lock is mine')
     except ConfigError:
-        print(f'rank {rank}: the lock is another process', flush=True)
+        say(f'rank {rank}: the lock is another process')
     processes().wait_for_everyone()
 try:
-    with run_lock(held): print(f'rank {rank}: took a held lock', flush=True)
-except ConfigError as e: print(f'rank {rank}: refused: {e}', flush=True)
+    with run_lock(held): say(f'rank {rank}: took a held lock')
+except ConfigError as e: say(f'rank {rank}: refused: {e}')
 torch.distributed.destroy_process_group()
 '''
 
