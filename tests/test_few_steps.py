@@ -55,7 +55,7 @@ def one_step_w2(run) -> float:
 
 def test_reflow_straightens_a_short_teacher_run(moons_run, tmp_path):
     student = tmp_path / 'reflow'
-    cli('train', *REFLOW, '--task.teacher', moons_run, '--task.pairs', '8192', '--task.cache', tmp_path / 'cache',
+    cli('train', *REFLOW, '--task.teacher', moons_run, '--task.pairs', '4096', '--task.cache', tmp_path / 'cache',
         '--steps', '200', '--out', student)
     final = json.loads((student / 'run_info.json').read_text())['final']
     # the mean squared deviation of each model's own ODE path from the line between its ends, from the same noise
@@ -74,7 +74,7 @@ def test_coupling_generation_resumes_after_a_kill_and_keeps_the_teachers_classes
             '--task.chunk', '32', '--task.cache', str(cache), '--steps', '10', '--eval.n_samples', '20',
             '--data.batch_size', '32', '--out', str(tmp_path / 'reflow')]
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
-    proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *args, '--task.delay', '1.0'], env=env,
+    proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *args, '--task.delay', '0.5'], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while len(chunks(cache)) < 3 and time.time() < deadline and proc.poll() is None: time.sleep(0.05)
