@@ -52,7 +52,7 @@ def main():
     path = HERE / 'few_steps.json'
     res = json.loads(path.read_text()) if path.exists() else {}
     res['date'] = time.strftime('%Y-%m-%d')
-    for s in a.seeds.split(','):
+    for s in filter(None, a.seeds.split(',')):
         sw = sweep(RUNS / 'quality' / f'digits_seed{s}')
         res[f'teacher_seed{s}'] = {'sweeps': sw, 'best4': best_within(sw, 4), 'best8': best_within(sw, 8)}
         path.write_text(json.dumps(res, indent=1) + '\n')
