@@ -19,7 +19,7 @@ from .metrics import reference_classifier
 from .train import Trainer, FrozenDraws
 from .tasks import make_task, task_trainer
 from .checkpoint import read_jsonl
-from .sweep import REFERENCE, setting_figures, sweep_metric
+from .sweep import REFERENCE, is_guided, setting_figures, sweep_metric
 from .tasks import load_checkpoint
 
 # %% auto #0
@@ -304,7 +304,7 @@ def sampler_gate(cfg: Config, run_dir=None, **_) -> GateResult:
     # the run's own evaluation settings (sample count, seeds), with the setting to judge taken from `cfg`
     e = replace(c.cfg.eval, solver=g.solver, nfe=g.nfe, shift=g.shift, cfg_scale=g.cfg_scale,
                 sampler_margin=g.sampler_margin)
-    guided = e.cfg_scale != 1.0 and bool(c.task.info.n_classes)
+    guided = is_guided(c.task, e)
     ref = setting_figures(c.task, c.models['ema'], replace(e, shift=1.0), *REFERENCE, guided)   # on the uniform grid
     few = setting_figures(c.task, c.models['ema'], e, e.solver, e.nfe, guided)
     m, margin, mode = sweep_metric(c.task, ref), e.sampler_margin, getattr(c.task, 'quality_mode', 'min')

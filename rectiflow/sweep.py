@@ -14,8 +14,8 @@ from .checkpoint import write_json_atomic
 from .tasks import load_checkpoint
 
 # %% auto #0
-__all__ = ['REFERENCE', 'SWEEP_SOLVERS', 'step_cost', 'why_not', 'sweep_metric', 'better', 'setting_figures', 'nfe_sweep',
-           'best_setting', 'sweep_table', 'sweep_figure', 'write_sweep', 'read_sweep']
+__all__ = ['REFERENCE', 'SWEEP_SOLVERS', 'step_cost', 'is_guided', 'why_not', 'sweep_metric', 'better', 'setting_figures',
+           'nfe_sweep', 'best_setting', 'sweep_table', 'sweep_figure', 'write_sweep', 'read_sweep']
 
 # %% ../nbs/13a_sweep.ipynb #5e000006
 REFERENCE = ('euler', 100)          # the many-step setting every few-step one is read against
@@ -25,6 +25,10 @@ def step_cost(solver: str, guided: bool) -> int:
     "Network passes one step of `solver` costs (a guided velocity is two passes)."
     if solver not in SOLVERS: raise ConfigError(f"Unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}.")
     return SOLVERS[solver][1] * (2 if guided else 1)
+
+def is_guided(task, e) -> bool:
+    "Whether `task`'s samples under sampler settings `e` are guided (two passes per velocity)."
+    return e.cfg_scale != 1.0 and bool(task.info.n_classes)
 
 def why_not(solver: str, nfe: int, guided: bool) -> str | None:
     "Why `solver` cannot sample within `nfe` evaluations (None: it can)."
@@ -63,7 +67,7 @@ def nfe_sweep(path, nfes=(1, 2, 4, 8, 16, 32), solvers=SWEEP_SOLVERS, shift: flo
     for s in solvers: step_cost(s, False)          # an unknown solver is refused before anything is loaded
     c = load_checkpoint(path)
     e, model = c.cfg.eval if shift is None else replace(c.cfg.eval, shift=shift), c.models['ema']
-    guided = e.cfg_scale != 1.0 and bool(c.task.info.n_classes)
+    guided = is_guided(c.task, e)
     settings = [(s, int(n)) for s in solvers for n in nfes]
     ref = setting_figures(c.task, model, replace(e, shift=1.0), *REFERENCE, guided)
     rows = [setting_figures(c.task, model, e, s, n, guided)
