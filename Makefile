@@ -46,7 +46,7 @@ check: install
 # pytest runs on two workers too (pytest-xdist): a test file's tests stay together on one worker (conftest.py).
 test: check browser
 	$(TEST_ENV) $(BIN)/nbdev_test --n_workers 2
-	$(TEST_ENV) $(BIN)/pytest -q -n 2 --dist loadgroup tests
+	$(TEST_ENV) $(BIN)/pytest -q -n 2 --dist loadfile tests
 
 # The slow tests (minutes each): the full golden defaults, bit-identical to their records.
 test-slow: install

@@ -19,8 +19,10 @@ statuses = ['0 - Pre-Planning', '1 - Planning', '2 - Pre-Alpha', '3 - Alpha',
 py_versions = '3.11 3.12 3.13'.split()
 
 requirements = shlex.split(cfg.get('requirements', ''))
-dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
-tracking_requirements = shlex.split(cfg.get('tracking_requirements', ''))
+# the optional extras (`pip install 'rectiflow[lora]'`): every `NAME_requirements` key but these two; [dev] has them all
+extras = {k[:-len('_requirements')]: shlex.split(v) for k, v in cfg.items()
+          if k.endswith('_requirements') and k not in ('requirements', 'dev_requirements')}
+dev_requirements = shlex.split(cfg.get('dev_requirements', '')) + sorted({r for rs in extras.values() for r in rs})
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 
@@ -36,7 +38,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'tracking': tracking_requirements},
+    extras_require={'dev': dev_requirements, **extras},
     python_requires='>=' + min_python,
     long_description=open('README.md', encoding='utf8').read(),
     long_description_content_type='text/markdown',

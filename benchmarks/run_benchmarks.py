@@ -295,8 +295,53 @@ def results_md(res) -> str:
                   table(json.loads((HERE / res['lr']['file']).read_text())), '']
     lines += perf_md(res)
     lines += few_steps_md(HERE / 'few_steps.json')
+    lines += repa_md(HERE / 'repa.json')
+    lines += own_folder_md(HERE / 'own_folder.json')
     lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
+
+def repa_md(path: Path) -> list[str]:
+    "REPA against the plain digits default (`benchmarks/repa.py`): the FD ratio per scored step, mean over seeds."
+    if not path.exists(): return []
+    r = json.loads(path.read_text())
+    st, sm = r['settings'], r['summary']
+    enc = r['encoders'].values()
+    lines = ['## Representation alignment (digits default, `benchmarks/repa.py`)', '',
+             f"_Measured {r['date']} on this machine: the digits default for {st['steps']} steps with and without "
+             f"REPA (weight {st['weight']}, until {st['until']}, projector {st['projector_dim']}, layer "
+             f"{st['layer']}), seeds {', '.join(map(str, st['seeds']))}; the encoder a small ConvNeXt trained on each "
+             f"seed's training digits only (validation accuracy {min(e['val_accuracy'] for e in enc):.3f}-"
+             f"{max(e['val_accuracy'] for e in enc):.3f}), never the reference classifier; FD of 1000 samples over "
+             'its real-data floor, mean ± std over the seeds._', '',
+             '| step | plain FD ratio | REPA FD ratio | plain accuracy | REPA accuracy |', '|---|---|---|---|---|']
+    for a, b in zip(sm['rows']['plain'], sm['rows']['repa']):
+        lines.append(f"| {a['step']} | {a['fd_ratio'][0]:.2f} ± {a['fd_ratio'][1]:.2f} | {b['fd_ratio'][0]:.2f} ± "
+                     f"{b['fd_ratio'][1]:.2f} | {a['accuracy'][0]:.4f} | {b['accuracy'][0]:.4f} |")
+    reach = sm['repa_reaches_plain_final_fd_ratio_at_step']
+    return lines + ['', f"Training time: REPA {sm['time_ratio']:.2f}x the plain run's "
+                    f"({sm['train_seconds']['repa'][0]:.0f} s against {sm['train_seconds']['plain'][0]:.0f} s). "
+                    f"Step at which REPA first reaches the plain run's final FD ratio, per seed: "
+                    f"{', '.join(f'{s}: {v}' for s, v in reach.items())}.", '']
+
+def own_folder_md(path: Path) -> list[str]:
+    "An own-folder run with its quality passes (`benchmarks/own_folder.py`): figures per pass and their cost."
+    if not path.exists(): return []
+    r = json.loads(path.read_text())
+    f = r['final']
+    lines = ['## Your own folder: quality during training (`benchmarks/own_folder.py`)', '',
+             f"_Measured {r['date']} on this machine: `rectiflow train --data FOLDER` on {r['folder']} (generated "
+             f"by the script), {' '.join(r['args']) or 'at the defaults'}; protocol: {r['protocol']}._", '',
+             '| step | val loss (EMA) | accuracy | control gap | FD | FD floor | FD / floor | pass seconds |',
+             '|---|---|---|---|---|---|---|---|']
+    for p in r['passes']:
+        lines.append(f"| {p['step']} | {p['val_loss_ema']:.4f} | {p.get('accuracy', float('nan')):.3f} | "
+                     f"{p.get('control_gap', float('nan')):.3f} | {p['fd']:.2f} | {p['fd_floor']:.2f} | "
+                     f"{p['fd_ratio']:.2f} | {p['seconds']:.1f} |")
+    return lines + ['', f"Training {r['train_seconds']:.0f} s; a quality pass {r['pass_seconds']:.1f} s, "
+                    f"{100 * r['pass_share']:.1f}% of the training time; the gauge trained once in "
+                    f"{r['gauge_seconds']:.0f} s. Final ({f['n_samples']} samples): accuracy {f['accuracy']:.3f} "
+                    f"(the gauge's ceiling on real images {f['accuracy_ceiling']:.3f}), FD {f['fd']:.2f} against "
+                    f"the floor {f['fd_floor']:.2f}.", '']
 
 def few_steps_md(path: Path) -> list[str]:
     "The few-step table (`benchmarks/few_steps.py`): the best setting within 4 and 8 NFE against Euler at 100 NFE."

@@ -18,7 +18,7 @@ __all__ = ['RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'RESUM
            'library_versions', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
            'load_exported_model', 'process_rank', 'per_process', 'GeneratorState', 'checkpoint_dirs',
            'publish_checkpoint', 'checkpoint_is_readable', 'find_resume_checkpoint', 'checkpoint_weights',
-           'checkpoint_models', 'evaluation_target', 'config_differences', 'check_resumable']
+           'checkpoint_models', 'evaluation_target', 'config_differences', 'with_added_fields', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -126,11 +126,12 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
                  before_publish=None, scheduler=None) -> Path:
     """Export `model` (usually the EMA weights) atomically to `run_dir/name`: weights in `model/`, `info` in
     `info.json`, and the diffusers models inside it with `scheduler`'s config where it has any (`unet/`,
-    `scheduler/`); `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary."""
+    `scheduler/`); `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary.
+    `model` None writes no `model/`: an export of adapters alone writes its files in `before_publish` (`06f_lora`)."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
     try:
-        how = save_weights(model, tmp / 'model')
+        how = save_weights(model, tmp / 'model') if model is not None else None
         parts = model.diffusers_parts() if hasattr(model, 'diffusers_parts') else {}
         for part, m in parts.items(): m.save_pretrained(tmp / part)
         if parts and scheduler is not None: scheduler.save_pretrained(tmp / 'scheduler')
@@ -171,6 +172,8 @@ def _import_class(spec: str):
 def load_exported_model(path, build=None) -> torch.nn.Module:
     "The model exported at `path`, in eval mode: diffusers via its recorded class, else `build()` with the weights."
     path, info = Path(path), export_info(path)
+    if info['model'] == 'lora':
+        raise ConfigError(f"{path} holds LoRA adapters on a base model; load it with rectiflow.tasks.load_run.")
     if info['model'] == 'diffusers':
         try: return _import_class(info['model_class']).from_pretrained(path / 'model').eval()
         except (ImportError, AttributeError):
@@ -297,7 +300,8 @@ RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_ma
                      'checkpoint.save_every',
                      'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay',
                      'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes',
-                     'run.compile', 'run.compile_backend', 'run.gradient_checkpointing', 'run.peak_tflops'}
+                     'run.compile', 'run.compile_backend', 'run.gradient_checkpointing', 'run.peak_tflops',
+                     'lora.merge_export', 'eval.quality_every', 'eval.quality_samples', 'eval.fd_encoder'}
 
 # %% ../nbs/06_checkpoint.ipynb #7f1eb2d1
 def config_differences(a: dict, b: dict) -> list[str]:
@@ -307,12 +311,20 @@ def config_differences(a: dict, b: dict) -> list[str]:
             if a.get(s, {}).get(k) != b.get(s, {}).get(k)]
 
 # %% ../nbs/06_checkpoint.ipynb #56a49e84
-def check_resumable(state: dict, cfg_dict: dict, fingerprint: str | None, num_processes: int):
-    "Raise `ConfigError` unless a run of `cfg_dict` may continue from checkpoint `state`."
-    bad = [k for k in config_differences(state['config'], cfg_dict) if k not in RESUMABLE_CHANGES]
+def with_added_fields(saved: dict, defaults: dict) -> dict:
+    "Config dict `saved` with the fields it lacks (added to rectiflow since it was written) at their `defaults`."
+    return {**saved, **{s: {**fields, **saved.get(s, {})} for s, fields in defaults.items()
+                        if isinstance(fields, dict) and isinstance(saved.get(s, {}), dict)}}
+
+def check_resumable(state: dict, cfg_dict: dict, fingerprint: str | None, num_processes: int,
+                    defaults: dict | None = None):
+    """Raise `ConfigError` unless a run of `cfg_dict` may continue from checkpoint `state`; `defaults` (the config
+    dict of the same task at every default) stands in for the fields a checkpoint written before them lacks."""
+    saved = with_added_fields(state['config'], defaults or {})
+    bad = [k for k in config_differences(saved, cfg_dict) if k not in RESUMABLE_CHANGES]
     if bad:
         s, f = bad[0].split('.')
-        was, now = (state['config'].get(s) or {}).get(f), (cfg_dict.get(s) or {}).get(f)
+        was, now = (saved.get(s) or {}).get(f), (cfg_dict.get(s) or {}).get(f)
         raise ConfigError(f"Cannot resume: {bad[0]} was {was!r} and is now {now!r}; "
                           "only cadence and run.steps may change (use --init-from for a new run from these weights).")
     if state.get('fingerprint') and fingerprint and state['fingerprint'] != fingerprint:

@@ -12,9 +12,9 @@ from typing import Any, get_type_hints
 # %% auto #0
 __all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError', 'Range', 'ranged',
            'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
-           'CheckpointConfig', 'DebugConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict',
-           'task_config_type', 'save_config', 'read_config_dict', 'apply_overrides', 'check', 'check_ranges',
-           'validate_config', 'check_flow', 'number_arg']
+           'CheckpointConfig', 'DebugConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict',
+           'config_to_dict', 'task_config_type', 'default_config_of', 'save_config', 'read_config_dict',
+           'apply_overrides', 'check', 'check_ranges', 'tracker_names', 'validate_config', 'check_flow', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -81,7 +81,8 @@ class RunConfig:
     log_every: int = ranged(100, gt=0)          # optimizer steps between log lines / metrics records
     # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     max_steps: int = ranged(0, ge=0)
-    # also send every metrics record to: 'none' or 'tensorboard' (pip install 'rectiflow[tracking]')
+    # also send records, strips, config to: 'none', or tensorboard, trackio, wandb, several comma-separated
+    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 06c_tracking)
     tracker: str = 'none'
     # >0: run this many real steps under torch.profiler, write the operator table and trace, then exit
     profile_steps: int = ranged(0, ge=0)
@@ -147,6 +148,13 @@ class EvalConfig:
     sampler_margin: float = ranged(0.10, ge=0)
     # final quality figures: generated items (class-conditional data: split evenly over classes)
     n_samples: int = ranged(1000, gt=0)
+    # steps between quality passes (0: off): the task's quality figures of eval.quality_samples samples join the
+    # validation record; each rides on an evaluation, so make it a multiple of eval.every; a run shorter than it
+    # has none (05c_gauge, 07_train)
+    quality_every: int = ranged(0, ge=0)
+    quality_samples: int = ranged(200, gt=0)  # samples per quality pass (with a fixed seed and the run's sampler)
+    # image folders: also the Fréchet distance in this local transformers encoder's features (e.g. DINOv2)
+    fd_encoder: str = ''
     metric: str = 'val_loss_ema'     # the validation figure that picks best/, drives plateau decay and the abort rule
     mode: str = 'min'                # 'min' (a loss) or 'max' (e.g. PSNR)
     # abort when the metric is worse than its best by more than this (its units); 0: never
@@ -172,6 +180,29 @@ class DebugConfig:
     # >0: the free disk space (bytes) the pre-flight space check believes, instead of measuring it
     free_bytes: float = ranged(0.0, ge=0)
 
+# %% ../nbs/00_config.ipynb #46a4853b
+@dataclass
+class LoRAConfig:
+    # >0: train low-rank adapters of this rank on the frozen base --init-from names (06f_lora); 0: off
+    rank: int = ranged(0, ge=0)
+    alpha: float = ranged(0.0, ge=0)    # the adapters' scale is alpha / rank (0: alpha = rank, a scale of 1)
+    # comma-separated module-name patterns ('to_q', 'blocks.*.attn1.to_*'); '': the model's default layers
+    targets: str = ''
+    merge_export: bool = False          # exports also hold model/: the base with the adapters merged into it
+
+# %% ../nbs/00_config.ipynb #e373bd60
+@dataclass
+class REPAConfig:
+    # a transformers vision encoder's folder (its save_pretrained) to align a block with (07a_repa); '': off
+    encoder: str = ''
+    weight: float = ranged(0.5, ge=0)         # the alignment term's weight in the loss (the paper's lambda)
+    until: float = ranged(1.0, gt=0, le=1)    # the fraction of run.steps the term is on for; then plain flow matching
+    # the aligned block: '' a third of the way through the model's repeated blocks (in the order its forward
+    # runs them), k the k-th of those blocks (from 0; -1 the last), or a module name (unet.mid_block)
+    layer: str = ''
+    projector_dim: int = ranged(2048, gt=0)   # the hidden width of the MLP that projects the block to the encoder
+    image_size: int = ranged(0, ge=0)         # the encoder's input side (0: its preprocessor's, else its config's)
+
 # %% ../nbs/00_config.ipynb #f5679eec
 @dataclass
 class Config:
@@ -185,6 +216,8 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
+    lora: LoRAConfig = field(default_factory=LoRAConfig)
+    repa: REPAConfig = field(default_factory=REPAConfig)
 
 # %% ../nbs/00_config.ipynb #64e655ad
 @dataclass
@@ -270,6 +303,10 @@ def task_config_type(cfg: Config):
     "What `config_from_dict` parses `cfg`'s task section into again: its dataclass, `dict`, or None."
     return type(cfg.task) if is_dataclass(cfg.task) else dict if isinstance(cfg.task, dict) else None
 
+def default_config_of(cfg: Config) -> Config:
+    "A config of every default, with a task section of `cfg`'s type at its defaults (a plain dict section as it is)."
+    return Config(task=type(cfg.task)() if is_dataclass(cfg.task) else cfg.task)
+
 # %% ../nbs/00_config.ipynb #c61de855
 def save_config(cfg: Config, path):
     "Write `cfg` as indented JSON to `path`."
@@ -325,7 +362,7 @@ def apply_overrides(cfg: Config, args) -> Config:
 SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 15_gates
-TRACKERS = ('none', 'tensorboard')                             # see 06c_tracking
+TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 06c_tracking
 COMPILE_MODES = ('off', 'model', 'regional')                   # see 06e_speed
 T_SAMPLERS = ('uniform', 'logit_normal')
 
@@ -349,6 +386,15 @@ def check_ranges(section, prefix: str):
         if problem: raise ConfigError(f"{prefix}.{name} {problem}.")
     return section
 
+# %% ../nbs/00_config.ipynb #4825aaca
+def tracker_names(tracker: str) -> list[str]:
+    "The trackers `run.tracker` names: one, or several comma-separated ('trackio,wandb'); 'none' names none."
+    names = [n.strip() for n in tracker.split(',')]
+    for n in names:
+        check(n in TRACKERS,
+              f"Unknown run.tracker {n!r}; choose one or several (comma-separated) of {', '.join(TRACKERS)}.")
+    return list(dict.fromkeys(n for n in names if n != 'none'))
+
 # %% ../nbs/00_config.ipynb #3bc11ce8
 def validate_config(cfg: Config) -> Config:
     "Raise `ConfigError` for values of the core sections (and numbers of the task's) that cannot work; return `cfg`."
@@ -360,8 +406,7 @@ def validate_config(cfg: Config) -> Config:
     check(cfg.eval.solver in SOLVERS, f"Unknown eval.solver {cfg.eval.solver!r}; choose one of {', '.join(SOLVERS)}.")
     check(cfg.run.precision in ('auto', 'fp32', 'bf16'),
           f"run.precision must be auto, fp32 or bf16, got {cfg.run.precision!r}.")
-    check(cfg.run.tracker in TRACKERS,
-          f"Unknown run.tracker {cfg.run.tracker!r}; choose one of {', '.join(TRACKERS)}.")
+    tracker_names(cfg.run.tracker)
     check(cfg.run.compile in COMPILE_MODES,
           f"Unknown run.compile {cfg.run.compile!r}; choose one of {', '.join(COMPILE_MODES)}.")
     check(cfg.schedule.kind in SCHEDULES,

@@ -17,8 +17,8 @@ from .data import DataInfo, DataError, BadItems, EpochBatchSampler, group_figure
 # %% auto #0
 __all__ = ['IMAGE_SUFFIXES', 'LAYOUTS', 'CONVERTIBLE', 'SPLITS', 'digits_image_folder', 'read_manifest', 'scan_folder',
            'ImageOptions', 'check_image_options', 'fitted_size', 'fit_image', 'image_tensor', 'load_image',
-           'scan_images', 'split_indices', 'ImageFiles', 'image_records', 'image_datasets', 'digit_lines_folder',
-           'validation_loader', 'rss_bytes', 'make_loader_for', 'epoch_memory']
+           'scan_images', 'split_indices', 'ImageFiles', 'image_records', 'class_names', 'image_datasets',
+           'digit_lines_folder', 'validation_loader', 'rss_bytes', 'make_loader_for', 'epoch_memory']
 
 # %% ../nbs/01b_files.ipynb #4bd84be9
 def digits_image_folder(root, n: int = 300, groups: int = 10, manifest: bool = True, size: int = 8,
@@ -165,15 +165,16 @@ def _reason(e: Exception) -> str:
     return f"cannot read image ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
 
 # %% ../nbs/01b_files.ipynb #2cc542e1
-def load_image(path, mode: str, height: int, layout: str, max_width: int = 0) -> torch.Tensor:
-    "Image file `path` converted to `mode`, fitted, as a [C, H, W] tensor in [-1, 1]."
+def load_image(path, mode: str, height: int, layout: str, max_width: int = 0, where: str = '') -> torch.Tensor:
+    """Image file `path` (or a file object) converted to `mode`, fitted, as a [C, H, W] tensor in [-1, 1];
+    an error names `where` (default: the path)."""
     try:
         with Image.open(path) as im:
             im = im.convert(mode) if im.mode != mode else im
             return image_tensor(fit_image(im, height, layout, max_width))
     # only with verify false: found mid-run
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
-        raise DataError(f"{path}: {_reason(e)}; "
+        raise DataError(f"{where or path}: {_reason(e)}; "
                         "pass --task.verify true to find every bad image before training.") from None
 
 # %% ../nbs/01b_files.ipynb #f8ef3bcd
@@ -198,11 +199,13 @@ def _target_mode(channels: int, first_mode: str, where: str) -> str:
     return first_mode
 
 # %% ../nbs/01b_files.ipynb #2b41b5a6
-def scan_images(records: list, opts: ImageOptions, bad: BadItems, name: str = 'the data') -> tuple[list, str, int]:
-    "The good records (with `mode`, `w`, `h`, `sha`), the dataset's mode and its height; bad ones go to `bad`."
+def scan_images(records: list, opts: ImageOptions, bad: BadItems, name: str = 'the data',
+                open_image=None) -> tuple[list, str, int]:
+    """The good records (with `mode`, `w`, `h`, `sha`), the dataset's mode and its height; bad ones go to `bad`.
+    `open_image(record, verify)` reads images that are not files (default `_open`: the record's `path`)."""
     out, mode, height = [], None, opts.height
     for r in records:
-        try: m, w, h, sha = _open(r, opts.verify)
+        try: m, w, h, sha = (open_image or _open)(r, opts.verify)
         except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
             bad(r['where'], _reason(e))
             continue
@@ -294,6 +297,11 @@ def image_records(path, group_pattern: str, bad: BadItems) -> dict:
     return {'all': scan_folder(p, group_pattern, bad)}
 
 # %% ../nbs/01b_files.ipynb #be93d4e0
+def class_names(labels) -> list:
+    "The distinct `labels` in class order: numbers first, by value, then the rest as strings."
+    return sorted(set(labels), key=lambda v: (not isinstance(v, (int, float)),
+                                              v if isinstance(v, (int, float)) else str(v)))
+
 def _classes(records: list, bad: BadItems) -> tuple[list, list | None]:
     "The records that agree on having a label, and the sorted class names (None: unlabelled)."
     if not any('label' in r for r in records): return records, None
@@ -301,9 +309,7 @@ def _classes(records: list, bad: BadItems) -> tuple[list, list | None]:
     for r in records:
         if r.get('label') is None: bad(r['where'], 'no label, while other items have one')
         else: keep.append(r)
-    labels = {r['label'] for r in keep}
-    return keep, sorted(labels, key=lambda v: (not isinstance(v, (int, float)),
-                                               v if isinstance(v, (int, float)) else str(v)))
+    return keep, class_names(r['label'] for r in keep)
 
 # %% ../nbs/01b_files.ipynb #b3aa0a4e
 def _check_groups(records: list, bad: BadItems) -> list:

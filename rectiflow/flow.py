@@ -13,22 +13,26 @@ from .config import Config, ConfigError, DataConfig, EvalConfig, FlowConfig, che
 from .data import DataInfo, TensorItems, EpochBatchSampler, BucketBatchSampler, pad_collate, item_sizes
 from .embedded import TOY_2D, toy_2d, digits_split
 from .files import ImageOptions, check_image_options, image_datasets
+from .hf import HFOptions, hf_datasets, is_hf_data
 from .shards import read_shards_manifest, shard_datasets
 from .models import MODEL_CLASSES, make_model
 from .metrics import reference_classifier, digit_quality, w2_exact, energy_distance
+from .gauge import DataGauge, check_fd_encoder, data_gauge, gauge_quality, load_fd_encoder, sample_seed
 from .vae import ShardDecoder
 from .task import Task
 
 # %% auto #0
 __all__ = ['DATASETS', 'FlowTaskConfig', 'is_data_path', 'data_choices', 'FlowTask', 'sample_grid', 'sampler_words', 'DigitsFlow',
            'digits_strip_batch', 'digit_strip', 'read_digit_strip', 'digits_quality', 'digits_summary', 'PointsFlow',
-           'points_figure', 'ImageFilesFlow', 'strip_indices', 'image_grid', 'LatentShardsFlow']
+           'points_figure', 'ImageFilesFlow', 'gauge_protocol', 'gauge_summary', 'strip_indices', 'image_grid',
+           'LatentShardsFlow']
 
 # %% ../nbs/08_flow.ipynb #ee4a6a1d
 @dataclass
-class FlowTaskConfig(ImageOptions, FlowConfig):
-    "The flow task's options: the data, the velocity model, and how image files are read."
-    data: str = 'digits'        # a name in DATASETS, or a path: an image folder, a manifest .jsonl, a shards folder
+class FlowTaskConfig(HFOptions, ImageOptions, FlowConfig):
+    "The flow task's options: the data, the velocity model, how image files (or a dataset's columns) are read."
+    # a name in DATASETS, or a path: an image folder, a manifest .jsonl, a shards folder, or hf:PATH (01d_hf)
+    data: str = 'digits'
     n_train: int = ranged(50_000, gt=0)     # 2-D sets: size of the fixed training set
     n_val: int = ranged(5_000, gt=0)        # 2-D sets: size of the held-out set
     model: str = 'unet'         # one of MODEL_CLASSES (02_models)
@@ -42,14 +46,15 @@ class FlowTaskConfig(ImageOptions, FlowConfig):
 DATASETS = ('digits',) + TOY_2D
 
 def is_data_path(name: str) -> bool:
-    "True if `name` is data on disk (an image folder, a manifest .jsonl or a shards folder), not an embedded dataset."
-    return name not in DATASETS and Path(name).exists()
+    """True if `name` is data on disk (an image folder, a manifest .jsonl, a shards folder, or hf:PATH),
+    not an embedded dataset."""
+    return name not in DATASETS and (Path(name).exists() or is_hf_data(name))
 
 # %% ../nbs/08_flow.ipynb #b07244e8
 def data_choices() -> str:
     "What `--data` accepts, for error messages."
-    return (f"choose one of {', '.join(DATASETS)}, or give an image folder, a manifest .jsonl "
-            "or a shards folder that exists")
+    return (f"choose one of {', '.join(DATASETS)}, or give an image folder, a manifest .jsonl, "
+            "a shards folder or hf:PATH (a Hugging Face dataset's folder) that exists")
 
 # %% ../nbs/08_flow.ipynb #867c2f85
 def _toy_preset(c: Config) -> Config:
@@ -75,6 +80,7 @@ class FlowTask(Task):
         if data not in DATASETS and not is_data_path(data):
             raise ConfigError(f"Unknown dataset {data!r}; {data_choices()}.")
         c = Config(task=FlowTaskConfig(data=str(data)))
+        if data not in DATASETS: c.eval.quality_every = 400    # your data: every second evaluation judges samples
         return _toy_preset(c) if data in TOY_2D else c
 
     @classmethod
@@ -84,6 +90,12 @@ class FlowTask(Task):
         check(o.data in DATASETS or is_data_path(o.data), f"Unknown dataset {o.data!r}; {data_choices()}.")
         check(o.model in MODEL_CLASSES, f"Unknown model {o.model!r}; choose one of {', '.join(MODEL_CLASSES)}.")
         check_image_options(o)
+        if cfg.eval.fd_encoder:
+            shards = (Path(o.data) / 'shards.json').is_file() or Path(o.data).name == 'shards.json'
+            check(is_data_path(o.data) and not shards,
+                  "eval.fd_encoder scores your own images (a folder, a manifest or hf:PATH); the digits and the 2-D "
+                  "sets have figures of their own, and latent shards are no images.")
+            check_fd_encoder(cfg.eval.fd_encoder)
         return cfg
 
     @classmethod
@@ -247,11 +259,13 @@ def points_figure(real, ours, title=''):
 
 # %% ../nbs/08_flow.ipynb #46ef507a
 class ImageFilesFlow(FlowTask):
-    "Images of a folder or manifest: width-bucketed batches in the bucket layout; REAL / OURS strips with class names."
+    "Images of a folder, manifest or hf:PATH: width buckets (bucket layout); REAL / OURS strips with class names."
     n_strip = 10
+    quality_metric = 'fd'           # the gauge's Fréchet distance (05c_gauge)
 
     def make_datasets(self):
-        ds, info, bad = image_datasets(self.opts.data, self.opts, self.cfg.run.seed)
+        read = hf_datasets if is_hf_data(self.opts.data) else image_datasets
+        ds, info, bad = read(self.opts.data, self.opts, self.cfg.run.seed)
         bad.report(self.opts.data)
         return ds['train'], ds['val'], info
 
@@ -272,6 +286,49 @@ class ImageFilesFlow(FlowTask):
         classes = self.info.classes
         titles = [classes[int(c)] for c in batch['cond']] if 'cond' in batch and classes else None
         return image_grid([batch['x1'], samples], titles, ['REAL', 'OURS'], title)
+
+    @property
+    def gauge(self) -> DataGauge | None:
+        "The data's gauge (`05c_gauge`), trained on the training split; None in the bucket layout (widths differ)."
+        return None if self.bucket else data_gauge(self.train_ds, self.val_ds, self.info.n_classes, self.cfg.run.seed)
+
+    def quality(self, sample_fn) -> dict:
+        "The gauge's figures of `eval.n_samples` samples, and the FD in `eval.fd_encoder`'s features where named."
+        e, gauge = self.cfg.eval, self.gauge
+        if gauge is None: return {}
+        encoder = load_fd_encoder(e.fd_encoder) if e.fd_encoder else None
+        return gauge_quality(sample_fn, gauge, e.n_samples, self.cfg.run.seed, encoder)
+
+    def final_quality(self, model, e: EvalConfig | None = None) -> dict:
+        "`quality` of `model` sampled with `e` (the run's sampler unless given), and the protocol they hold for."
+        e = e or self.cfg.eval
+        q = super().final_quality(model, e)
+        return {**q, 'quality_protocol': gauge_protocol(q['n_samples'], e, self.gauge, self.cfg.run.seed)} if q else q
+
+    def summary(self, final: dict) -> list[str]: return gauge_summary(final, self.cfg.eval)
+
+# %% ../nbs/08_flow.ipynb #0d5c71db
+def gauge_protocol(n: int, e: EvalConfig, gauge: DataGauge, seed: int = 0) -> str:
+    "The protocol gauge figures hold for, in words: samples, seed, sampler, the gauge, the reference set, the encoder."
+    words = f"{n} samples (seed {sample_seed(seed)}), {sampler_words(e)}; {gauge.describe()}"
+    if e.fd_encoder: words += f"; fd_encoder {e.fd_encoder} (files {load_fd_encoder(e.fd_encoder).fingerprint})"
+    return words
+
+def gauge_summary(final: dict, e: EvalConfig) -> list[str]:
+    "What the gauge's figures of a final record say, for the end of `rectiflow train`."
+    if 'fd' not in final: return []
+    drawn = f"{final['n_samples']} samples, {sampler_words(e)}"
+    lines = [f"Frechet distance {final['fd']:.3f} vs real-data floor {final['fd_floor']:.3f} "
+             f"(ratio {final['fd_ratio']:.2f}) in the gauge's features"]
+    if 'accuracy' in final:
+        lines.insert(0, f"generated-image accuracy {final['accuracy']:.4f} (real validation images "
+                        f"{final['accuracy_ceiling']:.4f}; {drawn})")
+        if 'control_gap' in final: lines.insert(1, f"controllability gap {final['control_gap']:.4f}")
+    else: lines[0] += f" ({drawn})"
+    if 'fd_encoder' in final:
+        lines.append(f"Frechet distance {final['fd_encoder']:.4g} vs real-data floor {final['fd_encoder_floor']:.4g} "
+                     f"in the features of {Path(e.fd_encoder).name}")
+    return lines
 
 # %% ../nbs/08_flow.ipynb #411b2fbf
 def strip_indices(ds, n: int) -> list:

@@ -14,14 +14,17 @@ __all__ = ['LAYERS', 'package_modules', 'imported_names', 'import_edges', 'impor
 # %% ../nbs/00a_layout.ipynb #b0e51645
 LAYERS = (
     ('config', 'layout'),                                  # configs; this map
-    # data readers: batches and samplers; embedded data; image files; shards
-    ('data', 'embedded', 'files', 'shards'),
-    ('models', 'losses', 'sampling', 'metrics'),           # flow core
+    # data readers: batches and samplers; embedded data; image files; Hugging Face datasets; shards
+    ('data', 'embedded', 'files', 'hf', 'shards'),
+    ('models', 'losses', 'sampling', 'metrics', 'gauge'),  # flow core; the gauge of your own data
     # VAE utilities: load, encode, decode, latent statistics, fingerprint, reconstruction
     ('vae',),
     ('checkpoint', 'schedules', 'tracking'),               # run directory, exports, schedules and rules, trackers
     ('rundir', 'speed'),                                   # the run directory's guards; compile, checkpointing, FLOPs
+    ('lora',),                                             # low-rank adapters on a frozen base (peft)
+    ('repa',),                                             # representation alignment: encoder, hook, projector
     ('task',),                                             # the Task interface
+    ('cards',),                                            # the exports' model cards; rectiflow export
     ('train',),                                            # the Trainer
     ('flow', 'latents', 'filler', 'lines', 'sequences'),   # built-in tasks
     ('tasks',),                                            # the registry; train(), evaluate(), load_run()

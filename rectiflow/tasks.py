@@ -12,9 +12,11 @@ from pathlib import Path
 import torch
 from .config import Config, ConfigError, config_from_dict, read_config_dict
 from .data import DataInfo, fixed_subset
-from .checkpoint import evaluation_target, checkpoint_models, export_info, is_export, load_exported_model
+from .checkpoint import evaluation_target, export_info, is_export
+from .lora import saved_models, exported_model
 from .task import Task
-from .train import Callback, Trainer, evaluation_record, profile_steps, validation_seed
+from .train import (Callback, Trainer, evaluation_record, profile_steps, quality_figures, quality_passes,
+                             validation_seed)
 
 # %% auto #0
 __all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_class', 'import_task',
@@ -170,7 +172,7 @@ def load_checkpoint(path) -> Checkpoint:
            else parse_config(saved['config']))
     task = make_task(cfg)
     task.load_state_dict(saved.get('task_state', {}))
-    return Checkpoint(ckpt, run_dir, saved, cfg, task, checkpoint_models(ckpt, task.make_model()))
+    return Checkpoint(ckpt, run_dir, saved, cfg, task, saved_models(ckpt, task.make_model()))
 
 def evaluate_checkpoint(path, quality: bool = False) -> dict:
     "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures)."
@@ -179,7 +181,9 @@ def evaluate_checkpoint(path, quality: bool = False) -> dict:
     rec = {'checkpoint': str(c.path), 'step': c.saved.get('step')}
     rec.update(evaluation_record(c.task, c.task.make_objective(), batch, validation_seed(c.cfg), c.models.get('raw'),
                                  nullcontext(c.models['ema'])))
-    if quality: rec.update(c.task.final_quality(c.models['ema']))
+    if quality:         # a run with quality passes: the figures its records hold (07_train); else its final ones
+        ema = c.models['ema']
+        rec.update(quality_figures(c.task, ema) if quality_passes(c.cfg) else c.task.final_quality(ema))
     return rec
 
 # %% ../nbs/13_tasks.ipynb #f0f9d491
@@ -219,4 +223,4 @@ def load_run(path, device='cpu') -> LoadedRun:
     info = export_info(export)
     task = make_task(parse_config(info['config']), DataInfo.from_dict(info['data']))
     task.load_state_dict(info.get('task_state', {}))
-    return LoadedRun(task, load_exported_model(export, build=task.make_model).to(device))
+    return LoadedRun(task, exported_model(export, build=task.make_model).to(device))

@@ -6,19 +6,22 @@
 from __future__ import annotations
 import copy, json, math, os, shutil, signal, threading, time
 from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import replace
 from pathlib import Path
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
-from accelerate.utils import DistributedType
+from accelerate.utils import DistributedType, broadcast_object_list
 from diffusers.training_utils import EMAModel
 from safetensors.torch import save_file, load_file
-from .config import Config, ConfigError, validate_config, config_to_dict, save_config
+from .config import Config, ConfigError, validate_config, config_to_dict, save_config, default_config_of
 from .data import make_loader, loader_options, fingerprint, fixed_subset
 from .models import n_params
 from .task import Task, save_figure
+from .lora import LoRA
+from .repa import make_repa
 from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl,
                                   export_model, git_commit, library_versions, GeneratorState, publish_checkpoint,
                                   check_resumable, checkpoint_weights, checkpoint_dirs, per_process, process_rank)
@@ -30,12 +33,14 @@ from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointin
                              full_model_state, full_optimizer_state, load_full_state)
 from .rundir import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
                               check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
+from .cards import ModelCards
 
 # %% auto #0
 __all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed',
-           'evaluation_record', 'truncate_metrics', 'RunLog', 'run_figures', 'Checkpointer', 'mixed_precision',
-           'stream_seeds', 'Trainer', 'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint',
-           'DiskFull', 'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
+           'evaluation_record', 'quality_passes', 'quality_due', 'quality_figures', 'truncate_metrics', 'RunLog',
+           'run_figures', 'Checkpointer', 'mixed_precision', 'stream_seeds', 'Trainer', 'ProgressOutput', 'Heartbeat',
+           'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull', 'default_callbacks', 'FrozenDraws',
+           'profiler_activities', 'operator_rows', 'profile_steps']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -52,6 +57,7 @@ class Callback:
     def on_eval(self, trainer, record: dict): pass              # after each evaluation, its record
     def on_checkpoint_written(self, trainer, path: Path): pass  # a checkpoint in `path`, not yet published
     def on_export_written(self, trainer, name: str, path: Path): pass   # export `name` in `path`, not yet published
+    def on_strip_written(self, trainer, path: Path): pass       # a sample strip's PNG, written (rank 0)
     def on_fit_end(self, trainer, end: dict | None): pass       # the last record (None: it failed); always called
 
 # %% ../nbs/07_train.ipynb #c4a1b004
@@ -110,6 +116,26 @@ def evaluation_record(task: Task, objective, batch: dict, seed: int, raw=None, e
         rec.update(task.validation(m, {k: v.to(device) for k, v in batch.items()}))
     if uncond is not None: rec['cond_gap'] = rec['val_loss_ema_uncond'] - rec['val_loss_ema']
     return rec
+
+# %% ../nbs/07_train.ipynb #2ab03570
+def quality_passes(cfg: Config) -> bool:
+    "Whether a run of `cfg` has quality passes: `eval.quality_every` is set and the run is at least that long."
+    return 0 < cfg.eval.quality_every <= cfg.run.steps
+
+def quality_due(cfg: Config, step: int, force: bool = False) -> bool:
+    "Whether the evaluation at `step` of a run of `cfg` carries a quality pass (`force`: a first or last one)."
+    if not quality_passes(cfg): return False
+    if force or step == 0: return True
+    e = cfg.eval
+    last = (step - 1) // e.every * e.every              # the evaluation before this one
+    return step // e.quality_every > last // e.quality_every
+
+def quality_figures(task: Task, model) -> dict:
+    "A quality pass: the task's quality figures of `model` from `eval.quality_samples` samples, the run's sampler."
+    e = task.cfg.eval
+    view = copy.copy(task)                              # the task as it is, seen with the pass's sample count
+    view.cfg = replace(task.cfg, eval=replace(e, n_samples=e.quality_samples))
+    return view.final_quality(model)
 
 # %% ../nbs/07_train.ipynb #59f46706
 def truncate_metrics(path, step: int):
@@ -238,8 +264,8 @@ class Checkpointer:
         with tr.ema_weights() as m:
             if not tr.is_main: return
             with writing(f'the {name}/ export', tr.run_dir / name):
-                export_model(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
-                             scheduler=flow_scheduler(tr.cfg.eval.shift))
+                tr.lora.export(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
+                               scheduler=flow_scheduler(tr.cfg.eval.shift))
 
 # %% ../nbs/07_train.ipynb #e32ca4e1
 def mixed_precision(precision: str) -> str:
@@ -275,14 +301,16 @@ class Trainer:
         self.fingerprint = fingerprint(self.train_ds)                         # None where a dataset cannot be hashed
         if resume is not None:
             check_resumable(json.loads((Path(resume) / 'trainer_state.json').read_text()),
-                            config_to_dict(cfg), self.fingerprint, self.accelerator.num_processes)
+                            config_to_dict(cfg), self.fingerprint, self.accelerator.num_processes,
+                            defaults=config_to_dict(default_config_of(cfg)))
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
+        self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (06f_lora)
         self.callbacks = Callbacks([*default_callbacks(cfg), *callbacks])
         self.log = RunLog(self.run_dir, self.is_main)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last)
         self._build(model, objective)
         if resume is not None: self.checkpointer.load(self, resume)
-        if init_from is not None: self.load_weights(init_from)
+        if init_from is not None and not self.lora.on: self.load_weights(init_from)    # LoRA: the base, in _build
         # after any load: task state (latent statistics) restored from a checkpoint shapes what the items hold
         self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, task.collate)
         self.strip_batch = task.strip_batch(self.val_ds)
@@ -295,13 +323,18 @@ class Trainer:
             torch.backends.cudnn.allow_tf32 = True
         torch.manual_seed(cfg.run.seed)                                    # model initialisation
         model = model if model is not None else self.task.make_model()
+        model = self.lora.wrap(model, self.task, acc)                      # LoRA: the base frozen under adapters
         self.sharded, self.full_copy = cfg.run.fsdp and acc.num_processes > 1, None
         if self.sharded:            # before the optimizer takes the parameters: sharding replaces them
             model = model.to(acc.device)
             self.full_copy = copy.deepcopy(model).requires_grad_(False)    # the gathered EMA's home: samples, exports
             shard_model(model)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
-                                weight_decay=cfg.optim.weight_decay, fused=acc.device.type == 'cuda')
+        # representation alignment (07a_repa): a projector trained beside the model; no encoder: nothing
+        self.repa = make_repa(cfg, model, self.data_info, acc.device, self.sharded)
+        trained = [p for p in model.parameters() if p.requires_grad] + self.repa.parameters()
+        opt = torch.optim.AdamW(trained, lr=cfg.optim.lr,
+                                betas=(cfg.optim.beta1, cfg.optim.beta2), weight_decay=cfg.optim.weight_decay,
+                                fused=acc.device.type == 'cuda')
         self.rules = EvalRules.from_config(cfg)                            # best, plateau scale, abort / frozen status
         self.lr_at = self.scheduled_lr
         sched = make_scheduler(opt, lambda s: self.lr_at(s), cfg.optim.lr, acc.num_processes)
@@ -315,7 +348,7 @@ class Trainer:
             self.model, (self.optimizer, self.scheduler) = model, acc.prepare(opt, sched)
         else: self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
         self.unwrapped = acc.unwrap_model(self.model)                      # asked once: unwrapping inspects the model
-        self.params = list(self.unwrapped.parameters())
+        self.params = [p for p in self.unwrapped.parameters() if p.requires_grad]     # a LoRA run's: its adapters
         # after prepare: the shadow weights live on the device
         self.ema = EMAModel(self.params, decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
                             inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
@@ -323,6 +356,7 @@ class Trainer:
         self.val_objective = self.objective.validation()
         self.generator = torch.Generator().manual_seed(flow_seed)          # flow t, noise and dropout draws
         acc.register_for_checkpointing(self.ema, GeneratorState(self.generator))
+        self.repa.prepare(acc)                      # REPA: the projector a second model, its term log saved
         self.step, self.data_pos, self.last_eval_step = 0, [0, 0], None   # (epoch, batch) of the next training batch
         self.pending_losses = []                                           # losses since the last train record
         self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
@@ -369,7 +403,8 @@ class Trainer:
         # causes before effects: where two states differ, the first entry that does tends to say why
         return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': self.rng_state(),
                 'scheduler': self.scheduler.state_dict(), 'optimizer': self.optimizer.state_dict(),
-                'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict()}
+                'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict(),
+                **self.repa.trainer_state()}                          # REPA's projector and term log
 
     def rng_state(self) -> dict:
         "This process's global torch streams (CPU and CUDA)."
@@ -402,6 +437,7 @@ class Trainer:
         if 'rng' in state:
             torch.set_rng_state(state['rng']['torch'])
             if state['rng']['cuda']: torch.cuda.set_rng_state_all(state['rng']['cuda'])
+        self.repa.load_trainer_state(state)
         if 'progress' in state: self._load_progress(state['progress'])
 
     def _load_progress(self, p: dict):
@@ -418,9 +454,10 @@ class Trainer:
                 'config': config_to_dict(self.cfg)}
 
     def export_info(self, **extra) -> dict:
-        "What an export of this run says of itself: the step, the task and its state, the data, the config, `extra`."
+        "An export's `info.json`: step, task and its state, data and their fingerprint, config, `extra`."
         return {'step': self.step, **extra, 'task': self.cfg.run.task, 'task_state': self.task.state_dict(),
-                'data': self.data_info.to_dict(), 'config': config_to_dict(self.cfg)}
+                'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint,
+                'config': config_to_dict(self.cfg)}
 
     def load_weights(self, path):
         "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
@@ -465,10 +502,11 @@ class Trainer:
         "Forward and backward of `batch`, its loss weighted by its `share` of the step; on the step's last, the update."
         acc = self.accelerator
         with acc.accumulate(self.model):
-            with acc.autocast(): loss, _ = self.objective.loss(self.model, batch, self.generator)
+            with acc.autocast(), self.repa.watching(self.step):        # where REPA catches its block's output
+                loss, _ = self.objective.loss(self.model, batch, self.generator)
             loss = self.callbacks.on_loss(self, loss)
             scale = 1.0 if share is None else share * self.cfg.optim.grad_accum      # accelerate divides by grad_accum
-            acc.backward(loss * scale)
+            acc.backward(self.repa.add_term(loss, batch) * scale)       # + repa.weight x the alignment term
             grad_norm = self._update(loss) if acc.sync_gradients else None
         return loss.detach(), grad_norm
 
@@ -550,21 +588,36 @@ class Trainer:
                                  self.ema_weights(), self.accelerator.device, self.accelerator.autocast)
 
     def maybe_evaluate(self, force: bool = False):
-        "Every `eval.every` steps: score, record, and act on what the evaluation rules say."
+        "Every `eval.every` steps: score (with a quality pass where one is due), record, act on the evaluation rules."
         if self.last_eval_step == self.step or not (force or self.step % self.cfg.eval.every == 0): return
         rec = self.evaluate()
+        if quality_due(self.cfg, self.step, force): rec.update(self.quality_pass())
         if self.step == 0: rec['floor'] = 'untrained' if self.init_from is None else 'init_from'
         value, self.last_eval_step = self._metric(rec), self.step
         rec = self.record({'kind': 'val', **rec})
         self.callbacks('on_eval', self, rec)
+        if value is None: return                # the metric is a quality figure: the rules see the passes only
         for event in self.rules.observe(value, self.step): self._on_rule_event(event, value)
 
-    def _metric(self, rec: dict) -> float:
-        "The value of `eval.metric` in evaluation record `rec`."
-        if self.cfg.eval.metric not in rec:
-            raise ConfigError(f"eval.metric {self.cfg.eval.metric!r} is not a validation figure of this run; "
-                              f"choose one of {', '.join(k for k in rec if k != 'kind')}.")
-        return rec[self.cfg.eval.metric]
+    def quality_pass(self) -> dict:
+        "The task's quality figures of the EMA weights (`quality_figures`; rank 0's, for every process) and their cost."
+        figures, t0 = [None], time.time()
+        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+            if self.is_main:
+                figures[0] = {**quality_figures(self.task, m), 'quality_seconds': round(time.time() - t0, 2)}
+        if self.accelerator.num_processes > 1: broadcast_object_list(figures)
+        return figures[0]
+
+    def _metric(self, rec: dict) -> float | None:
+        "The value of `eval.metric` in evaluation record `rec`; None for a quality figure where `rec` has no pass."
+        e = self.cfg.eval
+        if e.metric in rec: return rec[e.metric]
+        if quality_passes(self.cfg) and 'quality_seconds' not in rec: return None
+        figures = [k for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        hint = '' if quality_passes(self.cfg) else ('; the quality figures join them with eval.quality_every > 0 '
+                                                    '(and at most run.steps)')
+        raise ConfigError(f"eval.metric {e.metric!r} is not a validation figure of this run; "
+                          f"choose one of {', '.join(figures)}{hint}.")
 
     def _on_rule_event(self, event: str, value: float):
         "Export a new best, apply a plateau cut, or record why the run ends."
@@ -591,6 +644,7 @@ class Trainer:
         path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
         with writing(f'the sample strip of step {self.step}', path):
             if fig is not None: save_figure(fig, path)
+        if fig is not None: self.callbacks('on_strip_written', self, path)
 
     def maybe_checkpoint(self):
         "A checkpoint every `checkpoint.save_every` steps and at every evaluation."
@@ -690,6 +744,7 @@ class Trainer:
         self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
                      'lr': self.scheduler.get_last_lr()[0],
                      'grad_norm': float(grad_norm) if grad_norm is not None else None,
+                     **self.repa.figures(),
                      'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
                      **throughput_figures(self.flops_per_item, items_per_s, self.peak),
                      **({'compiled_graphs': compiled_graphs()} if self.cfg.run.compile != 'off' else {}),
@@ -763,7 +818,8 @@ class ProgressOutput(Callback):
             tqdm.write(f"step {r['step']:>6}  loss {r['loss']:.4f}  lr {r['lr']:.2e}  grad {r['grad_norm'] or 0:.3f}  "
                        f"{r['items_per_s']:.0f} items/s")
         elif r['kind'] == 'val':
-            figures = '  '.join(f'{k} {v:.4f}' for k, v in r.items() if k not in ('step', 'time', 'kind', 'floor'))
+            figures = '  '.join(f'{k} {v:.4f}' for k, v in r.items()   # numbers: not the floor's or a protocol's words
+                                if k not in ('step', 'time', 'kind') and isinstance(v, (int, float)))
             tqdm.write(f"step {r['step']:>6}  {figures}")
         elif r['kind'] in ('aborted', 'frozen'):
             tqdm.write(f"{r['kind']}: {r['metric']} {r['value']:.4f} vs best {r['best']:.4f} at step {r['best_step']}; "
@@ -782,9 +838,12 @@ class Heartbeat(Callback):
 
 # %% ../nbs/07_train.ipynb #d7c00008
 class TrackerOutput(Callback):
-    "Every record to the tracker `run.tracker` names (`06c_tracking`), opened on rank 0, closed however the run ends."
-    def on_fit_start(self, tr): self.tracker = make_tracker(tr.cfg, tr.run_dir) if tr.is_main else Tracker()
+    "Records and strips to the trackers `run.tracker` names (`06c_tracking`): opened on rank 0, closed at the end."
+    def on_fit_start(self, tr):
+        resumed_at = tr.step if tr.resume is not None else None
+        self.tracker = make_tracker(tr.cfg, tr.run_dir, resumed_at) if tr.is_main else Tracker()
     def on_record(self, tr, r): self.tracker.log(r)
+    def on_strip_written(self, tr, path): self.tracker.log_strip(path, tr.step)
     def on_fit_end(self, tr, end): self.tracker.close()
 
 # %% ../nbs/07_train.ipynb #d7c0000a
@@ -819,8 +878,8 @@ class DiskFull(Callback):
 
 # %% ../nbs/07_train.ipynb #d7c0000d
 def default_callbacks(cfg: Config) -> list[Callback]:
-    "What every run has (progress, heartbeat, tracker) and the fault injections `cfg.debug` asks for."
-    cbs = [ProgressOutput(), Heartbeat(), TrackerOutput()]
+    "What every run has (progress, heartbeat, tracker, model cards) and the fault injections `cfg.debug` asks for."
+    cbs = [ProgressOutput(), Heartbeat(), TrackerOutput(), ModelCards()]
     if cfg.debug.nan_at_step: cbs.append(PoisonLoss(cfg.debug.nan_at_step, cfg.debug.nan_rank))
     if cfg.debug.checkpoint_delay: cbs.append(SlowCheckpoint(cfg.debug.checkpoint_delay))
     d = cfg.debug

@@ -16,9 +16,10 @@ from .lr_find import lr_find, smooth_losses, format_suggestion, LRFindResult
 from .rundir import MEMORY_FIELDS
 
 # %% auto #0
-__all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'run_curves', 'plot_curves', 'figure_png',
-           'expand_runs', 'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid', 'gate_rows',
-           'gate_table_html', 'GateBoard', 'NFESweep', 'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
+__all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'quality_series', 'run_curves', 'plot_curves',
+           'figure_png', 'expand_runs', 'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid',
+           'gate_rows', 'gate_table_html', 'GateBoard', 'NFESweep', 'config_diff', 'run_summary', 'RunComparison',
+           'LRFinder']
 
 # %% ../nbs/16_widgets.ipynb #9698c6f5
 def run_config(run_dir) -> Config:
@@ -45,6 +46,7 @@ class RunCurves:
     events: dict = field(default_factory=dict)   # kind -> steps: checkpoint, best, plateau, aborted, frozen, stopped
     memory: dict = field(default_factory=dict)   # record field -> (steps, MB): host_free_mb, rss_mb, device_peak_mb
     speed: dict = field(default_factory=dict)    # record field -> (steps, values): items_per_s, tflops, mfu
+    quality: dict = field(default_factory=dict)  # quality pass figure -> (steps, values): fd, fd_floor, ... (07_train)
 
 SPEED_FIELDS = ('items_per_s', 'tflops', 'mfu')                      # the throughput series (06e_speed)
 
@@ -63,6 +65,13 @@ def _best_steps(vals, metric: str, mode: str) -> list[int]:
             out.append(r['step'])
     return out
 
+# %% ../nbs/16_widgets.ipynb #8de37a2c
+def quality_series(vals) -> dict:
+    "The series of the quality passes among validation records `vals`: each figure with a `_floor`, and the floor."
+    passes = [r for r in vals if 'quality_seconds' in r]
+    names = dict.fromkeys(k for r in passes for k in r if f'{k}_floor' in r)
+    return {k: _xy(passes, k) for name in names for k in (name, f'{name}_floor')}
+
 # %% ../nbs/16_widgets.ipynb #f167e73b
 def run_curves(run_dir, beta: float = 0.9) -> RunCurves:
     "The loss-plot series of the run in `run_dir` as its files are now."
@@ -79,7 +88,8 @@ def run_curves(run_dir, beta: float = 0.9) -> RunCurves:
     return RunCurves(run_dir.name, (steps, losses), (steps, tuple(smooth_losses(losses, beta))), _xy(trains, 'lr'),
                      _xy(vals, 'val_loss'), _xy(vals, 'val_loss_ema'), floor, events,
                      {k: _xy(trains, k) for k in MEMORY_FIELDS if any(k in r for r in trains)},
-                     {k: _xy(trains, k) for k in SPEED_FIELDS if any(r.get(k) is not None for r in trains)})
+                     {k: _xy(trains, k) for k in SPEED_FIELDS if any(r.get(k) is not None for r in trains)},
+                     quality_series(vals))
 
 # %% ../nbs/16_widgets.ipynb #c75f5bd9
 _EVENT_STYLE = {'plateau': dict(color='tab:orange', ls='--'), 'aborted': dict(color='red', lw=2),
@@ -122,12 +132,27 @@ def _plot_throughput(ax, curves: list[RunCurves]):
     if lines: ax.legend(lines, [l.get_label() for l in lines], fontsize=7, loc='upper left',
                         bbox_to_anchor=(1.12, 1.0), frameon=False)
 
+# %% ../nbs/16_widgets.ipynb #37d42d4e
+def _plot_quality(ax, curves: list[RunCurves]):
+    "Each run's quality-pass figures (a marker each) and their real-data floors (dashed), on a log scale."
+    for i, c in enumerate(curves):
+        names = [k for k in c.quality if not k.endswith('_floor')]
+        for name, marker in zip(names, 'osd^v'):
+            ax.plot(*c.quality[name], f'-{marker}', color=f'C{i}', ms=3, lw=1, label=f'{c.name} {name}')
+            ax.plot(*c.quality[f'{name}_floor'], '--', color=f'C{i}', lw=1, label=f'{c.name} {name} floor')
+    ax.set_yscale('log')
+    ax.set_ylabel('quality (floor dashed)')
+    if any(c.quality for c in curves):
+        ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.12, 1.0), frameon=False)
+
 # %% ../nbs/16_widgets.ipynb #c1276b74
 def plot_curves(curves: list[RunCurves], log: bool = True, figsize=(9, 4), memory: bool = False,
-                throughput: bool = False):
-    "One figure with the loss curves of `curves` (runs overlaid), the LR on a second axis; memory, throughput below."
+                throughput: bool = False, quality: bool | None = None):
+    "One figure of the loss curves of `curves` (runs overlaid), the LR on a second axis; quality, memory, speed below."
     import matplotlib.pyplot as plt
-    below = [draw for draw, on in ((_plot_memory, memory), (_plot_throughput, throughput)) if on]
+    quality = any(c.quality for c in curves) if quality is None else quality     # shown where there are passes
+    panels = ((_plot_quality, quality), (_plot_memory, memory), (_plot_throughput, throughput))
+    below = [draw for draw, on in panels if on]
     fig, axes = plt.subplots(1 + len(below), 1, figsize=(figsize[0], figsize[1] * (1 + len(below) / 2)), sharex=True,
                              gridspec_kw={'height_ratios': [2] + [1] * len(below)}, squeeze=False)
     ax = axes[0][0]

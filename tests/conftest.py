@@ -55,13 +55,31 @@ def cli_in_process(*args, cwd=None) -> SimpleNamespace:
     code, out, err = main_in_process(*args, cwd=cwd)
     return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
+def built_once(name: str, tmp_path_factory, build) -> Path:
+    """A folder `build(folder)` fills once for the whole session, however many pytest-xdist workers ask: the first
+    builds it under the workers' common temporary root, holding a lock; the others wait for it and read it."""
+    import fcntl
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get('PYTEST_XDIST_WORKER'): root = root.parent          # the workers' basetemps share this parent
+    folder, done = root / f'shared-{name}', root / f'shared-{name}.done'
+    with open(root / f'shared-{name}.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+def _train_into(folder, *args, cwd=None):
+    p = run_cli('train', *args, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+
 @pytest.fixture(scope='session')
 def tiny_run(tmp_path_factory):
     "One tiny moons run (20 steps, checkpoints at 10 and 20) for the tests that only read a finished run."
-    run = tmp_path_factory.mktemp('tiny') / 'run'
-    p = run_cli('train', *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', run)
-    assert p.returncode == 0, p.stderr
-    return run
+    build = lambda f: _train_into(f, *TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--out', f / 'run')
+    return built_once('tiny', tmp_path_factory, build) / 'run'
 
 def records(run) -> list[dict]:
     "The records of `run/metrics.jsonl`."
@@ -107,10 +125,8 @@ DIGITS_SHORT = ['--steps', '60', '--run.log_every', '20', '--eval.every', '30', 
 @pytest.fixture(scope='session')
 def digits_short_run(tmp_path_factory):
     "`rectiflow train` of the short digits default into `runs/default` of a scratch working directory; the run's path."
-    cwd = tmp_path_factory.mktemp('default')
-    p = run_cli('train', '--no-progress', '--out', 'runs/default', *DIGITS_SHORT, cwd=cwd)
-    assert p.returncode == 0, p.stderr
-    return cwd / 'runs' / 'default'
+    build = lambda cwd: _train_into(cwd, '--no-progress', '--out', 'runs/default', *DIGITS_SHORT, cwd=cwd)
+    return built_once('default', tmp_path_factory, build) / 'runs' / 'default'
 
 def pytest_addoption(parser):
     parser.addoption('--slow', action='store_true', help='also run the slow tests (minutes each: the full golden defaults)')
@@ -121,14 +137,12 @@ def pytest_configure(config):
     config.addinivalue_line('filterwarnings', "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning")
 
 
-# `make test` runs pytest on two workers (pytest-xdist, --dist loadgroup): a module's tests stay on one worker, so its
-# module-scoped runs are trained once; the modules that read the short digits default share a worker and that run.
-SHARED_GROUPS = {'test_golden': 'digits_short', 'test_readme': 'digits_short'}
+# `make test` runs pytest on two workers (pytest-xdist, --dist loadfile): a file's tests stay on one worker, in order,
+# so its module-scoped runs are trained once; the session's shared runs are trained once for both (`built_once`).
+# (loadgroup's `xdist_group` marks do not reach its scheduler under pytest 9: every test was scheduled alone, and each
+# worker trained every module's runs again.)
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.module.__name__.rsplit('.', 1)[-1]
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
     if config.getoption('--slow'): return
     skip = pytest.mark.skip(reason='slow: run with pytest --slow (make test-slow)')
     for item in items:

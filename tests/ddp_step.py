@@ -15,4 +15,6 @@ if tr.is_main:
     os.makedirs(out, exist_ok=True)
     torch.save({'loss': mean.item(), 'world': tr.accelerator.num_processes,
                 'weights': [p.detach().clone() for p in tr.unwrapped.parameters()]}, f'{out}/result.pt')
-if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()   # gloo's threads must not outlive the interpreter
+if torch.distributed.is_initialized():               # every rank done with its pairs before any tears them down,
+    torch.distributed.barrier()                     # and gloo's threads must not outlive the interpreter
+    torch.distributed.destroy_process_group()

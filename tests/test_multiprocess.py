@@ -134,6 +134,7 @@ with run_lock(free):
 try:
     with run_lock(held): say(f'rank {rank}: took a held lock')
 except ConfigError as e: say(f'rank {rank}: refused: {e}')
+torch.distributed.barrier()                 # every rank done with its pairs before any tears them down
 torch.distributed.destroy_process_group()
 '''
 

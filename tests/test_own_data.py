@@ -1,4 +1,4 @@
-"Your own data end to end (01b_files): image folders and manifests from the CLI, group-disjoint splits, latent shards from a saved AutoencoderKL, every bad-data case, and bounded memory over a large folder."
+"Your own data end to end (01b_files): image folders and manifests from the CLI, group-disjoint splits, latent shards from a saved AutoencoderKL, every bad-data case, and bounded memory over a large folder and a Hugging Face dataset."
 import json, os, subprocess, sys
 from pathlib import Path
 import numpy as np
@@ -178,13 +178,27 @@ for i in range(n):
     Image.fromarray(rng.integers(0, 256, (size, size), dtype=np.uint8), mode="L").save(root / f"g{i % 50:02d}" / f"{i:05d}.png", compress_level=1)
 ds, info, _ = image_datasets(root, ImageOptions(height=size, val_fraction=0.02))
 print(json.dumps(epoch_memory(ds["train"], batch_size=32)))
+del ds
+# the same images as a saved Hugging Face dataset (01d_hf): memory-mapped rows, decoded per item
+import datasets
+from rectiflow.hf import HFImageOptions, hf_datasets
+datasets.disable_progress_bars()
+files = sorted(root.rglob("*.png"))
+rows = lambda: ({"image": {"bytes": p.read_bytes(), "path": None}, "group": p.parent.name} for p in files)
+features = datasets.Features({"image": datasets.Image(), "group": datasets.Value("string")})
+saved = datasets.Dataset.from_generator(rows, features=features, cache_dir=str(root.parent / "cache"))
+saved.save_to_disk(str(root.parent / "hf"))
+hds, _, _ = hf_datasets(f"hf:{root.parent / 'hf'}", HFImageOptions(height=size, val_fraction=0.02))
+print(json.dumps({**epoch_memory(hds["train"], batch_size=32), "mapped_files": len(hds["train"].images.cache_files)}))
 '''
 
-def test_an_epoch_over_a_large_folder_keeps_resident_memory_bounded(tmp_path):
+def test_an_epoch_over_a_large_folder_or_hf_dataset_keeps_resident_memory_bounded(tmp_path):
     p = subprocess.run([sys.executable, '-c', MEMORY_SCRIPT, str(tmp_path / 'big'), '3000', '64'], capture_output=True, text=True,
                        timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout.strip().splitlines()[-1])
-    print(r)
-    assert r['data_mb'] > 40 and r['batches'] > 80                    # the epoch decodes far more than one batch ...
-    assert r['growth_mb'] < 16 and r['growth_mb'] < r['data_mb'] / 4  # ... while the process holds a few batches at most
+    files, hf = (json.loads(l) for l in p.stdout.strip().splitlines()[-2:])
+    print(files, hf)
+    assert hf['mapped_files'] >= 1                                    # the rows stay in the mapped Arrow file
+    for r in (files, hf):
+        assert r['data_mb'] > 40 and r['batches'] > 80                    # the epoch decodes far more than one batch ...
+        assert r['growth_mb'] < 16 and r['growth_mb'] < r['data_mb'] / 4  # ... while the process holds a few batches at most

@@ -5,8 +5,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the DiT's runs in every `make test`; the digits default's too in `make test-slow`
-@pytest.mark.parametrize('workloads', ['dit', pytest.param('digits,dit', marks=pytest.mark.slow)])
+# the digits default's runs in every `make test`; the DiT's too in `make test-slow` (a minute at smoke size)
+@pytest.mark.parametrize('workloads', ['digits', pytest.param('digits,dit', marks=pytest.mark.slow)])
 def test_gpu_check_runs_the_real_train_for_every_variant_at_smoke_size(tmp_path, workloads):
     out = tmp_path / 'gpu.json'
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHON': sys.executable, 'MPLBACKEND': 'Agg'}

@@ -52,6 +52,19 @@ def test_resume_refusals_are_one_line_exit_2(tiny_run, args, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert sorted(str(p) for p in tiny_run.rglob('*')) == before
 
+def test_a_checkpoint_older_than_a_section_or_a_field_resumes_while_they_keep_their_defaults(tiny_run, tmp_path):
+    # a run written before `lora`, `repa` and a task field existed: its checkpoint's config lacks them
+    run = copy_run(tiny_run, tmp_path / 'run')
+    for state in (run / 'checkpoints').glob('step_*/trainer_state.json'):
+        s = json.loads(state.read_text())
+        for section in ('lora', 'repa'): s['config'].pop(section)
+        s['config']['task'].pop('t_std')
+        state.write_text(json.dumps(s))
+    code, _, err = main_in_process('train', '--resume', run, '--repa.weight', '0.3')
+    assert code == 2 and 'Cannot resume: repa.weight was 0.5 and is now 0.3' in err, err
+    code, out, err = main_in_process('train', '--resume', run, '--no-progress')
+    assert code == 0, err
+
 def test_resume_without_checkpoint_is_refused(tmp_path):
     code, _, err = main_in_process('train', '--resume', tmp_path)
     assert code == 2 and 'No checkpoint to resume' in err
@@ -101,6 +114,7 @@ def test_heartbeat_is_written_at_log_steps(tiny_run):
     hb = json.loads((tiny_run / 'heartbeat.json').read_text())
     assert hb['step'] == 20 and hb['total'] == 20 and hb['best'] is not None and time.time() - hb['time'] < 600
 
+@pytest.mark.slow     # a minute: five kills and resumes; every `make test` has the one SIGKILL above
 def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp_path, straight):
     a, b = straight, tmp_path / 'b'
     ck = b / 'checkpoints'

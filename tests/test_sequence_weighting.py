@@ -71,4 +71,6 @@ def test_two_ranks_of_different_frame_counts_take_the_one_process_step_of_their_
 
 if __name__ == '__main__':
     take_step(Path(sys.argv[1]), sys.argv[2])
-    if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()   # gloo's threads must not outlive the interpreter
+    if torch.distributed.is_initialized():               # every rank done with its pairs before any tears them down,
+        torch.distributed.barrier()                     # and gloo's threads must not outlive the interpreter
+        torch.distributed.destroy_process_group()

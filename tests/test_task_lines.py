@@ -1,5 +1,6 @@
 "The lines task (11_lines) through the CLI, tiny, as a user runs it."
 import json
+import pytest
 from pathlib import Path
 from conftest import run_cli, cli_in_process
 
@@ -24,6 +25,7 @@ def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path
     assert f"wrote 16 samples to {run / 'samples' / 'grid_seed0.png'}" in p.stdout, p.stdout
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
 
+@pytest.mark.slow     # most of a minute; the gates' own tests and the sequences task's run in every `make test`
 def test_gates_run_on_lines(tmp_path):
     # width buckets and frame budgets: the data gate streams items, the overfit gate trains one batch of all its items
     for task in ('lines',):
