@@ -141,8 +141,17 @@ def pytest_configure(config):
 # so its module-scoped runs are trained once; the session's shared runs are trained once for both (`built_once`).
 # (loadgroup's `xdist_group` marks do not reach its scheduler under pytest 9: every test was scheduled alone, and each
 # worker trained every module's runs again.)
+# The longest files go first, so that neither worker is left alone with one at the end.
+LONGEST_FIRST = ['test_multiprocess', 'test_resume', 'test_gates', 'test_task_latents', 'test_performance',
+                 'test_outside_task', 'test_task_lines', 'test_task_filler', 'test_task_sequences', 'test_own_data']
+
+def file_order(item) -> int:
+    "Where `item`'s file comes in LONGEST_FIRST (the others after them, in their own order)."
+    module = item.module.__name__.rsplit('.', 1)[-1]
+    return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=file_order)                                  # stable: a file's tests keep their order
     if config.getoption('--slow'): return
     skip = pytest.mark.skip(reason='slow: run with pytest --slow (make test-slow)')
     for item in items:

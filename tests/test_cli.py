@@ -81,7 +81,7 @@ def test_bad_input_in_a_fresh_process_prints_that_one_line_and_nothing_else(tmp_
 
 def test_overwrite_replaces_a_previous_run(tmp_path):
     run = tmp_path / 'run'
-    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
+    assert cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
     (run / 'metrics.jsonl').write_text('{"stale": true}\n')
     p = cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run, '--overwrite')
     assert p.returncode == 0, p.stderr
@@ -89,7 +89,7 @@ def test_overwrite_replaces_a_previous_run(tmp_path):
 
 def test_config_file_round_trip(tmp_path):
     run = tmp_path / 'a'
-    assert run_cli('train', *TINY_MOONS, '--steps', '10', '--out', run, '--optim.lr', '0.002').returncode == 0
+    assert cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run, '--optim.lr', '0.002').returncode == 0
     p = cli_in_process('train', '--config', run / 'config.json', '--out', tmp_path / 'b', '--no-progress')
     assert p.returncode == 0, p.stderr
     a, b = (json.loads((tmp_path / d / 'config.json').read_text()) for d in 'ab')

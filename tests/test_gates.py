@@ -1,6 +1,7 @@
 "Gates, the range test, evaluate and the evaluation rules through the `rectiflow` command, as a user runs them."
 import json
 from pathlib import Path
+import pytest
 from conftest import run_cli, main_in_process, TINY_MOONS, cli_in_process, records
 
 def gate_records(run):
@@ -16,7 +17,7 @@ def test_gate_command_passes_and_records_on_the_digits_default(tmp_path):
     assert p.stdout.count('PASS') == 3
 
 def test_gate_command_fails_with_exit_1_when_the_global_batch_exceeds_the_data(tmp_path):
-    p = run_cli('gate', 'data', '--out', tmp_path / 'run', '--data.batch_size', '1000', '--optim.grad_accum', '2')
+    p = cli_in_process('gate', 'data', '--out', tmp_path / 'run', '--data.batch_size', '1000', '--optim.grad_accum', '2')
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert 'FAIL data' in p.stdout and 'global batch of 2000 exceeds the 1437 training items' in p.stdout
     assert gate_records(tmp_path / 'run')[0]['passed'] is False
@@ -31,14 +32,14 @@ def test_train_refuses_when_a_gate_fails_and_force_trains_anyway(tmp_path):
     p = run_cli(*args)
     assert p.returncode == 1 and 'not training: gate overfit failed' in p.stderr, p.stderr
     assert sorted(x.name for x in run.iterdir()) == ['.lock', '.lock_holder.json', 'gates', 'gates.jsonl']   # nothing trained
-    p = run_cli(*args, '--force')
+    p = cli_in_process(*args, '--force')
     assert p.returncode == 0, p.stderr
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
     assert [r['passed'] for r in gate_records(run)] == [False, False]               # both attempts recorded, kept by the run
 
 def test_train_with_passing_gates_trains(tmp_path):
     run = tmp_path / 'run'
-    p = run_cli('train', *TINY_MOONS, '--steps', '20', '--out', run, '--gates', 'data,overfit')
+    p = cli_in_process('train', *TINY_MOONS, '--steps', '20', '--out', run, '--gates', 'data,overfit')
     assert p.returncode == 0, p.stderr
     assert [r['passed'] for r in gate_records(run)] == [True, True]
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'completed'
@@ -73,7 +74,8 @@ def test_max_steps_stops_the_loop_and_resume_finishes_the_schedule(tmp_path):
 def test_a_run_the_abort_rule_stops_exits_4(tmp_path):
     run = tmp_path / 'run'
     # 'max' mode on a falling loss: every evaluation after the untrained floor is "worse" than it
-    p = run_cli('train', *TINY_MOONS, '--steps', '100', '--out', run, '--eval.mode', 'max', '--eval.abort_margin', '1e-6')
+    p = cli_in_process('train', *TINY_MOONS, '--steps', '100', '--out', run, '--eval.mode', 'max',
+                       '--eval.abort_margin', '1e-6')
     assert p.returncode == 4, (p.stdout, p.stderr)
     assert 'run aborted at step 20' in p.stderr and 'best/ holds the best model' in p.stderr
     assert json.loads((run / 'run_info.json').read_text())['status'] == 'aborted'
@@ -92,6 +94,7 @@ def test_lr_find_command_suggests_and_records(tmp_path):
     assert cli_in_process('train', *TINY_MOONS, '--steps', '10', '--out', run).returncode == 0
     assert (run / 'lr_find.jsonl').exists()
 
+@pytest.mark.slow     # the range test refusing a range: its chapter tests the rule; this is the CLI exit code
 def test_lr_find_command_fails_with_exit_1_on_a_range_without_descent(tmp_path):
     p = run_cli('lr-find', '--data', 'moons', '--out', tmp_path / 'run', '--no-progress', '--lo', '1e-9', '--hi', '1e-8',
                 '--range-steps', '20', '--task.n_train', '2048', '--data.batch_size', '128')

@@ -92,6 +92,7 @@ def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_p
     for x, y in zip(a['weights'], b['weights']): assert torch.allclose(x, y, atol=1e-5)
     assert not (one / 'run').exists() and not (two / 'run').exists()     # a single step writes no run
 
+@pytest.mark.slow     # two launchers of one process each: the two-process runs above cover the rest
 def test_two_nodes_on_loopback(tmp_path):
     import subprocess, os
     port = free_port()
