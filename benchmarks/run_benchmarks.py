@@ -337,8 +337,14 @@ def own_folder_md(path: Path) -> list[str]:
         lines.append(f"| {p['step']} | {p['val_loss_ema']:.4f} | {p.get('accuracy', float('nan')):.3f} | "
                      f"{p.get('control_gap', float('nan')):.3f} | {p['fd']:.2f} | {p['fd_floor']:.2f} | "
                      f"{p['fd_ratio']:.2f} | {p['seconds']:.1f} |")
+    args = dict(zip(r['args'][::2], r['args'][1::2]))
+    steps = int(args.get('--steps', 800))
+    step_seconds = (r['train_seconds'] - r['pass_seconds'] * len(r['passes'])) / steps
+    at_defaults = 3 * r['pass_seconds'] / (800 * step_seconds)     # 800 steps, passes at 0, 400 and 800
     return lines + ['', f"Training {r['train_seconds']:.0f} s; a quality pass {r['pass_seconds']:.1f} s, "
-                    f"{100 * r['pass_share']:.1f}% of the training time; the gauge trained once in "
+                    f"{100 * r['pass_share']:.1f}% of the training time here ({len(r['passes'])} passes in {steps} "
+                    f"steps of {step_seconds:.2f} s); at the defaults (800 steps, a pass every 400) "
+                    f"{100 * at_defaults:.1f}%. The gauge trained once in "
                     f"{r['gauge_seconds']:.0f} s. Final ({f['n_samples']} samples): accuracy {f['accuracy']:.3f} "
                     f"(the gauge's ceiling on real images {f['accuracy_ceiling']:.3f}), FD {f['fd']:.2f} against "
                     f"the floor {f['fd_floor']:.2f}.", '']

@@ -5,8 +5,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the digits default's runs in every `make test`; the DiT's too in `make test-slow` (a minute at smoke size)
-@pytest.mark.parametrize('workloads', ['digits', pytest.param('digits,dit', marks=pytest.mark.slow)])
+# `make test-slow` only: the smoke runs six compiled and eager trainings (a minute and a half); every `make test` has
+# the compile, checkpointing and throughput paths in tests/test_speed.py
+@pytest.mark.slow
+@pytest.mark.parametrize('workloads', ['dit', 'digits,dit'])
 def test_gpu_check_runs_the_real_train_for_every_variant_at_smoke_size(tmp_path, workloads):
     out = tmp_path / 'gpu.json'
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHON': sys.executable, 'MPLBACKEND': 'Agg'}
