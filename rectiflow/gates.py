@@ -19,6 +19,7 @@ from .metrics import reference_classifier
 from .train import Trainer, FrozenDraws
 from .tasks import make_task, task_trainer
 from .checkpoint import read_jsonl
+from .cards import config_digest as config_dict_digest
 from .sweep import REFERENCE, is_guided, setting_figures, sweep_metric
 from .tasks import load_checkpoint
 
@@ -44,9 +45,7 @@ class GateResult:
 # %% ../nbs/15_gates.ipynb #ae72184d
 def config_digest(cfg: Config) -> str:
     "A short hash of `cfg` (output and overwrite settings excluded): which config a gate result belongs to."
-    d = config_to_dict(cfg)
-    d['run'] = {k: v for k, v in d['run'].items() if k not in ('out', 'overwrite')}
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+    return config_dict_digest(config_to_dict(cfg))         # the model cards name it the same way (06g_cards)
 
 # %% ../nbs/15_gates.ipynb #adf583dc
 def record_gate(result: GateResult, run_dir) -> Path:
