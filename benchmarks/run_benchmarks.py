@@ -38,8 +38,10 @@ def toys(names, steps):
     return {f'{n}_{s}': run(f'{n}_{s}', '--data', n, '--steps', s) for n in names for s in steps}
 
 def checkpoint(repeats=5):
-    "Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`)."
+    """Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`), and what
+    its manifest costs: hashing every file when it is written, and again when it is checked before a read."""
     import tempfile
+    from rectiflow.checkpoint import write_manifest, check_manifest
     from rectiflow.tasks import preset, task_trainer
     with tempfile.TemporaryDirectory() as d:
         cfg = preset()
@@ -48,7 +50,7 @@ def checkpoint(repeats=5):
         tr.run_dir.mkdir(parents=True)
         steps = tr.optimizer_steps()
         for _ in range(3): next(steps)                          # the AdamW and EMA state exist
-        saves, loads = [], []
+        saves, loads, manifests, checks = [], [], [], []
         for _ in range(repeats):
             t0 = time.perf_counter()
             path = tr.save_checkpoint()
@@ -56,9 +58,17 @@ def checkpoint(repeats=5):
             t0 = time.perf_counter()
             tr.checkpointer.load(tr, path)
             loads.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            write_manifest(path)                                # what save_checkpoint spent on it, again
+            manifests.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            check_manifest(path)
+            checks.append(time.perf_counter() - t0)
         files = {p.name: p.stat().st_size for p in path.iterdir()}
-    r = {'bytes': sum(files.values()), 'files': files, 'save_s': min(saves), 'load_s': min(loads)}
-    print(f"checkpoint: {r['bytes'] / 1e6:.2f} MB, save {r['save_s'] * 1e3:.0f} ms, load {r['load_s'] * 1e3:.0f} ms", flush=True)
+    r = {'bytes': sum(files.values()), 'files': files, 'save_s': min(saves), 'load_s': min(loads),
+         'manifest_s': min(manifests), 'check_s': min(checks)}
+    print(f"checkpoint: {r['bytes'] / 1e6:.2f} MB, save {r['save_s'] * 1e3:.0f} ms (manifest {r['manifest_s'] * 1e3:.1f} ms), "
+          f"load {r['load_s'] * 1e3:.0f} ms (check {r['check_s'] * 1e3:.1f} ms)", flush=True)
     return r
 
 def tasks():
@@ -234,9 +244,15 @@ def results_md(res) -> str:
         c = res['checkpoint']
         lines += ['## Checkpoints (digits default)', '', *meta(res, 'checkpoint'),
                   'One training checkpoint after 3 optimizer steps (`checkpoints/step_N/`: weights, AdamW state, scheduler, '
-                  'RNG states, EMA, flow generator, trainer state), written atomically and read back in process; best of 5.', '',
-                  '| size | save | load | files |', '|---|---|---|---|',
-                  f"| {c['bytes'] / 1e6:.2f} MB | {c['save_s'] * 1e3:.0f} ms | {c['load_s'] * 1e3:.0f} ms | "
+                  'RNG states, EMA, flow generator, trainer state, manifest), written atomically and read back in process; '
+                  'best of 5. The manifest column is the part of the save spent hashing every file (and its share of the '
+                  'save); the check column is what verifying it costs before a read.', '',
+                  '| size | save | manifest | load | check | files |', '|---|---|---|---|---|---|',
+                  f"| {c['bytes'] / 1e6:.2f} MB | {c['save_s'] * 1e3:.0f} ms | "
+                  + (f"{c['manifest_s'] * 1e3:.1f} ms ({100 * c['manifest_s'] / c['save_s']:.0f}%)" if 'manifest_s' in c else 'n/a')
+                  + f" | {c['load_s'] * 1e3:.0f} ms | "
+                  + (f"{c['check_s'] * 1e3:.1f} ms" if 'check_s' in c else 'n/a') + ' | '
+                  + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
                   + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
     if 'gates' in res:
         lines += ['## Gates (digits default)', '', *meta(res, 'gates'), 'Each gate in process on the digits default (`rectiflow gate NAME`); '

@@ -4,14 +4,14 @@
 
 # %% ../nbs/06g_cards.ipynb #716026a6
 from __future__ import annotations
-import hashlib, importlib.metadata, json, os, re, shutil, tempfile
+import hashlib, importlib.metadata, json, os, re, shutil, tempfile, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
-from .config import ConfigError
+from .config import ConfigError, RunFileWarning
 from .checkpoint import (checkpoint_dirs, export_info, is_export, is_run_dir, read_jsonl,
-                                  write_json_atomic, write_text_atomic)
+                                  write_json_atomic, write_text_atomic, update_manifest, write_manifest, check_export)
 from .rundir import writing
 from .task import Task
 
@@ -70,7 +70,7 @@ def data_fingerprint(info: dict, run_dir=None) -> str | None:
     if info.get('fingerprint'): return info['fingerprint']
     for ckpt in reversed(checkpoint_dirs(run_dir) if run_dir is not None else []):
         try: return json.loads((ckpt / 'trainer_state.json').read_text()).get('fingerprint')
-        except (OSError, json.JSONDecodeError): continue
+        except (OSError, ValueError, AttributeError): continue
     return None
 
 # %% ../nbs/06g_cards.ipynb #800d5ddc
@@ -93,9 +93,14 @@ class CardFacts:
     def config(self) -> dict: return self.info['config']
 
 def read_run_info(run_dir) -> dict:
-    "The run's `run_info.json`, or {} where there is none."
-    try: return json.loads((Path(run_dir) / 'run_info.json').read_text()) if run_dir is not None else {}
-    except (OSError, json.JSONDecodeError): return {}
+    "The run's `run_info.json`, or {} where there is none (a damaged one: {} and a warning; it only informs)."
+    path = Path(run_dir) / 'run_info.json' if run_dir is not None else None
+    if path is None or not path.exists(): return {}
+    try: info = json.loads(path.read_bytes())
+    except (OSError, ValueError): info = None
+    if isinstance(info, dict): return info
+    warnings.warn(f"{path} is damaged (not a JSON object): what it records is left out.", RunFileWarning)
+    return {}
 
 def card_facts(folder, which: str, run_dir=None, final: dict | None = None, name: str | None = None) -> CardFacts:
     "The facts of the export in `folder` (`which`: best or final) and of its run; `final`: its final record."
@@ -316,6 +321,7 @@ def write_card(folder, task: Task, which: str, run_dir=None, final: dict | None 
     if facts.strip is not None: copy_atomic(facts.strip, Path(folder) / STRIP)
     path = Path(folder) / CARD
     write_text_atomic(path, str(model_card(facts, task, folder, license)))
+    update_manifest(folder, [STRIP, CARD])          # rewritten in a published export: recorded anew
     return path
 
 # %% ../nbs/06g_cards.ipynb #5c84cc15
@@ -377,7 +383,7 @@ def _publish(tmp: Path, out: Path):
 def export_folder(source, out, task: Task, run_dir=None, overwrite: bool = False,
                   license: str | None = None) -> Path:
     "Copy the export `source` of `run_dir` to `out` with the run's config, the sample strip and a fresh card."
-    source, out = Path(source), Path(out)
+    source, out = check_export(source), Path(out)
     check_export_dir(out, source, overwrite)
     out, which = out.resolve(), 'best' if source.name == 'best' else 'final'
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -389,6 +395,7 @@ def export_folder(source, out, task: Task, run_dir=None, overwrite: bool = False
         write_json_atomic(tmp / 'config.json', info['config'])
         final = final_record(run_dir, info['step']) if which == 'final' else None
         write_card(tmp, task, which, run_dir, final=final, license=license, name=out.name)
+        write_manifest(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

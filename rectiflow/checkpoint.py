@@ -4,21 +4,27 @@
 
 # %% ../nbs/06_checkpoint.ipynb #348d71ca
 from __future__ import annotations
-import copy, importlib, json, os, shutil, subprocess, tempfile, platform, time, warnings
+import codecs, copy, hashlib, importlib, json, os, pickle, re, shutil, subprocess, tempfile, platform, time, warnings
 from pathlib import Path
+import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from diffusers import ModelMixin
 from diffusers.training_utils import EMAModel
-from .config import Config, ConfigError, save_config
+from .config import Config, ConfigError, RunFileWarning, save_config
 
 # %% auto #0
-__all__ = ['RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'RESUMABLE_CHANGES', 'write_text_atomic',
-           'write_json_atomic', 'read_jsonl', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit',
-           'library_versions', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
-           'load_exported_model', 'process_rank', 'per_process', 'GeneratorState', 'checkpoint_dirs',
-           'publish_checkpoint', 'checkpoint_is_readable', 'find_resume_checkpoint', 'checkpoint_weights',
-           'checkpoint_models', 'evaluation_target', 'config_differences', 'with_added_fields', 'check_resumable']
+__all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'STATE_FILE', 'EMA_FILE',
+           'STREAMS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS', 'RESUME_PARTS', 'RESUMABLE_CHANGES',
+           'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'read_json', 'file_sha256', 'file_entry',
+           'write_manifest', 'Damaged', 'check_manifest', 'update_manifest', 'load_pickle', 'read_part', 'is_run_dir',
+           'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'save_weights', 'class_path',
+           'export_model', 'is_export', 'export_info', 'check_export', 'load_exported_model', 'process_rank',
+           'per_process', 'GeneratorState', 'save_ema_state', 'load_ema_state', 'save_streams', 'load_streams',
+           'checkpoint_dirs', 'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint',
+           'newest_whole', 'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target',
+           'restart_state', 'config_differences', 'with_added_fields', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -43,13 +49,115 @@ def write_json_atomic(path, obj):
 
 # %% ../nbs/06_checkpoint.ipynb #a72f49e5
 def read_jsonl(path) -> list[dict]:
-    "The records of the JSON-lines file `path`, read as a tail does: none if it does not exist yet, torn lines skipped."
+    """The records of the JSON-lines file `path`, read as a tail does: none if it does not exist yet; torn lines, and
+    lines that are not JSON objects (a damaged file), skipped."""
     path, out = Path(path), []
-    if not path.exists(): return out
-    for line in path.read_text().splitlines():
-        try: out.append(json.loads(line))
+    if not path.is_file(): return out
+    for line in path.read_bytes().decode('utf-8', errors='replace').splitlines():
+        try: r = json.loads(line)
         except json.JSONDecodeError: continue
+        if isinstance(r, dict): out.append(r)
     return out
+
+# %% ../nbs/06_checkpoint.ipynb #3e68ba9a
+def read_json(path, what: str = 'file') -> dict:
+    "The JSON object in `path`; a `ConfigError` naming the file (`what` it is) where it is missing or damaged."
+    path = Path(path)
+    try: obj = json.loads(path.read_bytes())
+    except FileNotFoundError: raise ConfigError(f"The {what} {path} is missing.") from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"The {what} {path} is damaged (not JSON: {type(e).__name__}); restore it.") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"The {what} {path} is damaged (it holds a {type(obj).__name__}, not an object); restore it.")
+    return obj
+
+# %% ../nbs/06_checkpoint.ipynb #85c605ce
+MANIFEST = 'manifest.json'
+MANIFEST_FORMAT = 'rectiflow-manifest'
+
+def file_sha256(path, chunk: int = 1 << 20) -> str:
+    "The sha256 of the file at `path`, read in chunks."
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(chunk), b''): h.update(block)
+    return h.hexdigest()
+
+def file_entry(path) -> dict:
+    "What the manifest records of the file at `path`."
+    return {'size': Path(path).stat().st_size, 'sha256': file_sha256(path)}
+
+def write_manifest(folder) -> Path:
+    "Record every file of `folder` (its size and sha256) in `folder/manifest.json`: the last file written in it."
+    folder = Path(folder)
+    files = {p.relative_to(folder).as_posix(): file_entry(p)
+             for p in sorted(folder.rglob('*')) if p.is_file() and p.name != MANIFEST}
+    write_json_atomic(folder / MANIFEST, {'format': MANIFEST_FORMAT, 'version': 1, 'files': files})
+    return folder / MANIFEST
+
+# %% ../nbs/06_checkpoint.ipynb #2fcd90b2
+class Damaged(ConfigError):
+    "A checkpoint or export that is not whole: its file `file` is missing, cut short, changed or unreadable."
+    def __init__(self, folder, file: str, reason: str):
+        self.folder, self.file, self.reason = Path(folder), file, reason
+        super().__init__(f"{self.folder} is damaged: {file} {reason}")
+
+def _manifest_files(folder: Path) -> dict:
+    "The files the manifest of `folder` lists; `Damaged` where the manifest itself is not one."
+    try: m = json.loads((folder / MANIFEST).read_bytes())
+    except (OSError, ValueError) as e: raise Damaged(folder, MANIFEST, f'cannot be read ({type(e).__name__})') from None
+    files = m.get('files') if isinstance(m, dict) and m.get('format') == MANIFEST_FORMAT else None
+    if not isinstance(files, dict) or not all(isinstance(f, dict) for f in files.values()):
+        raise Damaged(folder, MANIFEST, 'is not a rectiflow manifest')
+    return files
+
+# %% ../nbs/06_checkpoint.ipynb #aa929578
+def check_manifest(folder) -> bool:
+    "True if every file `folder`'s manifest lists is as it was written (`Damaged` if not); False where it has none."
+    folder = Path(folder)
+    if not (folder / MANIFEST).exists(): return False
+    for name, f in _manifest_files(folder).items():
+        p = folder / name
+        if not p.is_file(): raise Damaged(folder, name, 'is missing')
+        size = p.stat().st_size
+        if size != f.get('size'): raise Damaged(folder, name, f"is {size} bytes, not the {f.get('size')} written")
+        if file_sha256(p) != f.get('sha256'): raise Damaged(folder, name, 'changed since it was written (sha256)')
+    return True
+
+def update_manifest(folder, names):
+    "Record the files `names` of `folder` anew in its manifest (one that is rewritten in place, a card), if it has one."
+    folder = Path(folder)
+    if not (folder / MANIFEST).exists(): return
+    m = {'format': MANIFEST_FORMAT, 'version': 1, 'files': _manifest_files(folder)}
+    m['files'].update({n: file_entry(folder / n) for n in names if (folder / n).is_file()})
+    write_json_atomic(folder / MANIFEST, m)
+
+# %% ../nbs/06_checkpoint.ipynb #0d51205a
+def _numpy_globals() -> list:
+    "What unpickling a NumPy random state needs: an array of numbers and its dtype, never a callable of the file's."
+    core = np._core if hasattr(np, '_core') else np.core
+    return [core.multiarray._reconstruct, np.ndarray, np.dtype, np.dtypes.UInt32DType, codecs.encode]
+
+def load_pickle(path):
+    "What `torch.save` wrote at `path`, read by torch's weights-only unpickler: tensors and plain data, never code."
+    with torch.serialization.safe_globals(_numpy_globals()):
+        return torch.load(path, map_location='cpu', weights_only=True)
+
+# %% ../nbs/06_checkpoint.ipynb #1b53ef15
+def _why(e: Exception) -> str:
+    "A short reason for the failure `e` of a reader."
+    text = str(e)
+    refused = re.search(r'(?:Unsupported global: GLOBAL|unsupported GLOBAL) (\S+)', text)
+    if refused: return f"holds code, not data (it would call {refused.group(1)}); refused unread"
+    if isinstance(e, pickle.UnpicklingError): return 'holds something other than tensors and plain data; refused unread'
+    first = text.strip().splitlines()[0] if text.strip() else ''
+    return f"cannot be read ({type(e).__name__}{': ' + first[:120] if first else ''})"
+
+def read_part(folder, name: str, read):
+    "`read(path)` of the file `name` of `folder`; `Damaged` naming it and why where it is missing or cannot be read."
+    path = Path(folder) / name
+    if not path.exists(): raise Damaged(folder, name, 'is missing')
+    try: return read(path)
+    except Exception as e: raise Damaged(folder, name, _why(e)) from None
 
 # %% ../nbs/06_checkpoint.ipynb #8480228a
 RUN_MARKERS = ('config.json', 'metrics.jsonl', 'run_info.json')
@@ -126,7 +234,8 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
                  before_publish=None, scheduler=None) -> Path:
     """Export `model` (usually the EMA weights) atomically to `run_dir/name`: weights in `model/`, `info` in
     `info.json`, and the diffusers models inside it with `scheduler`'s config where it has any (`unet/`,
-    `scheduler/`); `before_publish(folder)` sees it complete. A failed export leaves the old one and no temporary.
+    `scheduler/`); `before_publish(folder)` sees it complete, then its manifest is written. A failed export
+    leaves the old one and no temporary.
     `model` None writes no `model/`: an export of adapters alone writes its files in `before_publish` (`06f_lora`)."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
@@ -139,6 +248,7 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
                                               'model_class': class_path(model), 'diffusers_parts': sorted(parts),
                                               **(info or {})})
         if before_publish is not None: before_publish(tmp)
+        write_manifest(tmp)                     # the last file: the export is whole
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -152,14 +262,26 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
 # %% ../nbs/06_checkpoint.ipynb #97c715fd
 def is_export(path) -> bool:
     "True if `path` is an export (`best/`, `final/`, or a copy of one)."
-    try: return json.loads((Path(path) / 'info.json').read_text()).get('format') == EXPORT_FORMAT
-    except (OSError, json.JSONDecodeError): return False
+    try: return json.loads((Path(path) / 'info.json').read_bytes()).get('format') == EXPORT_FORMAT
+    except (OSError, ValueError, AttributeError): return False
 
 def export_info(path) -> dict:
-    "The `info.json` of the export at `path`."
-    if not is_export(path):
+    "The `info.json` of the export at `path` (`Damaged` where it cannot be read)."
+    path = Path(path)
+    if not (path / 'info.json').is_file():
         raise ConfigError(f"{path} is not a rectiflow export (no info.json of one); give best/, final/ or a run.")
-    return json.loads((Path(path) / 'info.json').read_text())
+    info = read_part(path, 'info.json', lambda p: json.loads(p.read_bytes()))
+    if not isinstance(info, dict) or info.get('format') != EXPORT_FORMAT:
+        raise ConfigError(f"{path} is not a rectiflow export (its info.json is not one); give best/, final/ or a run.")
+    return info
+
+def check_export(path) -> Path:
+    "The export at `path` if it is whole: its manifest holds (one written before manifests is read with a warning)."
+    path = Path(path)
+    if not check_manifest(path):
+        warnings.warn(f"{path} was exported before exports had manifests: it is read unverified.", RunFileWarning)
+    export_info(path)
+    return path
 
 # %% ../nbs/06_checkpoint.ipynb #4d165785
 def _import_class(spec: str):
@@ -170,20 +292,22 @@ def _import_class(spec: str):
 
 # %% ../nbs/06_checkpoint.ipynb #70cf9484
 def load_exported_model(path, build=None) -> torch.nn.Module:
-    "The model exported at `path`, in eval mode: diffusers via its recorded class, else `build()` with the weights."
-    path, info = Path(path), export_info(path)
+    """The model exported at `path` (checked whole first), in eval mode: diffusers via its recorded class, else
+    `build()` with the weights."""
+    path = check_export(path)
+    info = export_info(path)
     if info['model'] == 'lora':
         raise ConfigError(f"{path} holds LoRA adapters on a base model; load it with rectiflow.tasks.load_run.")
     if info['model'] == 'diffusers':
-        try: return _import_class(info['model_class']).from_pretrained(path / 'model').eval()
+        try: cls = _import_class(info['model_class'])
         except (ImportError, AttributeError):
             if build is None: raise
+        else: return read_part(path, 'model', lambda p: cls.from_pretrained(p).eval())
     if build is None:
         raise ConfigError(f"{path} holds plain module weights; load it through its task (rectiflow.tasks.load_run).")
     model = build()
-    weights = path / 'model' / ('model.safetensors' if info['model'] == 'safetensors'
-                                else 'diffusion_pytorch_model.safetensors')
-    model.load_state_dict(load_file(str(weights)))
+    name = 'model.safetensors' if info['model'] == 'safetensors' else 'diffusion_pytorch_model.safetensors'
+    model.load_state_dict(read_part(path, f'model/{name}', lambda p: load_file(str(p))))
     return model.eval()
 
 # %% ../nbs/06_checkpoint.ipynb #74ec51ea
@@ -202,8 +326,8 @@ def per_process(obj) -> list:
     return objs
 
 class GeneratorState:
-    """A `torch.Generator` as an object with `state_dict` / `load_state_dict`, for `register_for_checkpointing`:
-    every process's state (a collective: every process calls it), each process taking back its own."""
+    """A `torch.Generator` as an object with `state_dict` / `load_state_dict`: every process's state (a
+    collective: every process calls it), each process taking back its own."""
     def __init__(self, generator: torch.Generator): self.generator = generator
 
     def state_dict(self):
@@ -214,6 +338,31 @@ class GeneratorState:
         rank, world = process_rank()
         states = d.get('per_rank') or [d['state']]            # a checkpoint from before the per-process states
         self.generator.set_state(states[rank] if len(states) == world else d['state'])
+
+# %% ../nbs/06_checkpoint.ipynb #090fd935
+STATE_FILE, EMA_FILE, STREAMS_FILE = 'trainer_state.json', 'ema.safetensors', 'streams.safetensors'
+
+def save_ema_state(state: dict, path):
+    "Write an `EMAModel.state_dict()` as safetensors: the shadow weights as tensors, its numbers as JSON metadata."
+    state = dict(state)
+    shadows = state.pop('shadow_params')
+    tensors = {f'shadow.{i}': t.detach().cpu().contiguous() for i, t in enumerate(shadows)}
+    save_file(tensors, str(path), metadata={'ema': json.dumps(state)})
+
+def load_ema_state(path) -> dict:
+    "The `EMAModel.state_dict()` that `save_ema_state` wrote at `path`."
+    with safe_open(str(path), 'pt') as f:
+        keys = sorted(f.keys(), key=lambda k: int(k.split('.')[1]))
+        return {**json.loads(f.metadata()['ema']), 'shadow_params': [f.get_tensor(k) for k in keys]}
+
+def save_streams(states: list, path):
+    "Write every process's generator state (`GeneratorState(...).state_dict()['per_rank']`) as safetensors."
+    save_file({f'rank.{i}': s.contiguous() for i, s in enumerate(states)}, str(path))
+
+def load_streams(path) -> list:
+    "The generator states `save_streams` wrote at `path`, by rank."
+    tensors = load_file(str(path))
+    return [tensors[f'rank.{i}'] for i in range(len(tensors))]
 
 # %% ../nbs/06_checkpoint.ipynb #d29aa52d
 def checkpoint_dirs(run_dir) -> list[Path]:
@@ -229,41 +378,71 @@ def publish_checkpoint(tmp: Path, final: Path, keep_last: int):
     for old in checkpoint_dirs(final.parent.parent)[:-keep_last]: shutil.rmtree(old, ignore_errors=True)
 
 # %% ../nbs/06_checkpoint.ipynb #a4b037db
-def checkpoint_is_readable(path) -> bool:
-    "True if the checkpoint at `path` has a parseable state file and readable safetensors weights."
-    from safetensors import safe_open
+CHECKPOINT_FORMAT = 2        # 2: EMA and streams in safetensors, a manifest; 1: accelerate's custom pickles, none
+LEGACY_FILES = {'ema': 'custom_checkpoint_0.pkl', 'streams': 'custom_checkpoint_1.pkl',
+                'repa_log': 'custom_checkpoint_2.pkl'}
+WEIGHT_PARTS = ('state', 'model', 'ema')
+RESUME_PARTS = (*WEIGHT_PARTS, 'optimizer', 'scheduler', 'rng', 'streams')
+
+def is_checkpoint(path) -> bool:
+    "True if `path` is a step checkpoint, whole or not (a `trainer_state.json`, or a `checkpoints/step_N` folder)."
     path = Path(path)
-    try:
-        json.loads((path / 'trainer_state.json').read_text())
-        weights = sorted(path.glob('*.safetensors'))
-        if not weights: return False
-        for w in weights:
-            with safe_open(str(w), 'pt') as f: list(f.keys())
-        return True
-    except Exception: return False
+    return (path / STATE_FILE).exists() or (path.is_dir() and path.parent.name == 'checkpoints'
+                                             and path.name.startswith('step_'))
+
+def rng_file(path, rank: int = 0) -> str:
+    "The random states of process `rank`: accelerate's file of its own, or the list a sharded run writes (`06e_speed`)."
+    return f'random_states_{rank}.pkl' if (Path(path) / f'random_states_{rank}.pkl').exists() else 'random_states.pkl'
+
+def _legacy_streams(path) -> list:
+    d = load_pickle(path)
+    return d.get('per_rank') or [d['state']]
+
+# %% ../nbs/06_checkpoint.ipynb #2c689601
+def read_checkpoint(path, parts=WEIGHT_PARTS, rank: int = 0) -> dict:
+    "The `parts` of the step checkpoint at `path` (`state` always), read safely; `Damaged` naming the first that fails."
+    path = Path(path)
+    state = read_part(path, STATE_FILE, lambda p: json.loads(p.read_bytes()))
+    if not isinstance(state, dict): raise Damaged(path, STATE_FILE, 'is not a JSON object')
+    legacy = state.get('checkpoint_format', 1) < CHECKPOINT_FORMAT
+    files = {'model': ('model.safetensors', lambda p: load_file(str(p))), 'optimizer': ('optimizer.bin', load_pickle),
+             'scheduler': ('scheduler.bin', load_pickle), 'rng': (rng_file(path, rank), load_pickle),
+             'ema': (LEGACY_FILES['ema'], load_pickle) if legacy else (EMA_FILE, load_ema_state),
+             'streams': (LEGACY_FILES['streams'], _legacy_streams) if legacy else (STREAMS_FILE, load_streams)}
+    return {'state': state, **{p: read_part(path, *files[p]) for p in parts if p != 'state'}}
+
+# %% ../nbs/06_checkpoint.ipynb #4ee44f82
+def check_checkpoint(path, parts=WEIGHT_PARTS) -> Path:
+    "The step checkpoint at `path` if it is whole: its manifest holds, or (written before manifests) its `parts` load."
+    path = Path(path)
+    state = read_checkpoint(path, ())['state']
+    if check_manifest(path): return path
+    if state.get('checkpoint_format', 1) >= CHECKPOINT_FORMAT: raise Damaged(path, MANIFEST, 'is missing')
+    warnings.warn(f"{path} was written before checkpoints had manifests: it is read unverified.", RunFileWarning)
+    read_checkpoint(path, parts)
+    return path
 
 # %% ../nbs/06_checkpoint.ipynb #e92066a5
-def find_resume_checkpoint(path) -> Path:
-    "The checkpoint to resume from: `path` itself, or the newest readable one of the run at `path`."
+def newest_whole(candidates, check, what: str) -> Path:
+    "`check(c)` of the newest candidate `c` it accepts, each one skipped (`Damaged`) said in one warning."
+    for c in reversed(list(candidates)):
+        try: return check(c)
+        except Damaged as e: warnings.warn(f"{e}; falling back to the one before it.", RunFileWarning)
+    raise ConfigError(f"None of the {what} is whole (see the warnings above); nothing can be read.")
+
+def find_resume_checkpoint(path, parts=RESUME_PARTS) -> Path:
+    "The checkpoint to resume from: `path` itself if it is one (whole), or the newest whole one of the run at `path`."
     path = Path(path)
-    if (path / 'trainer_state.json').exists():
-        if not checkpoint_is_readable(path):
-            raise ConfigError(f"Checkpoint {path} is unreadable; resume from its run directory to fall back.")
-        return path
+    if is_checkpoint(path): return check_checkpoint(path, parts)
     ckpts = checkpoint_dirs(path)
     if not ckpts: raise ConfigError(f"No checkpoint to resume in {path}; start a new run or give a checkpoint path.")
-    for c in reversed(ckpts):
-        if checkpoint_is_readable(c): return c
-        warnings.warn(f"Checkpoint {c} is unreadable; falling back to the one before it.")
-    raise ConfigError(f"None of the checkpoints in {path / 'checkpoints'} is readable.")
+    return newest_whole(ckpts, lambda c: check_checkpoint(c, parts), f"checkpoints in {path / 'checkpoints'}")
 
 # %% ../nbs/06_checkpoint.ipynb #984f67e8
 def checkpoint_weights(path) -> tuple[dict, dict]:
-    "The raw weights and the EMA's state saved in the step checkpoint at `path`."
-    path = Path(path)
-    # custom_checkpoint_0 was registered first: the EMA
-    return (load_file(str(path / 'model.safetensors')),
-            torch.load(path / 'custom_checkpoint_0.pkl', weights_only=False))
+    "The raw weights and the EMA's state saved in the step checkpoint at `path` (checked whole first)."
+    parts = read_checkpoint(check_checkpoint(path, WEIGHT_PARTS), WEIGHT_PARTS)
+    return parts['model'], parts['ema']
 
 # %% ../nbs/06_checkpoint.ipynb #c994af03
 def checkpoint_models(path, template: torch.nn.Module) -> dict:
@@ -284,13 +463,27 @@ def checkpoint_models(path, template: torch.nn.Module) -> dict:
 def evaluation_target(path) -> tuple[Path, Path]:
     "`(checkpoint, run_dir)` for `path`: a step checkpoint, an export (best/, final/), or a run directory (its best/)."
     path = Path(path)
-    if (path / 'trainer_state.json').is_file(): return path, path.parent.parent
-    if is_export(path): return path, path.parent
-    if is_run_dir(path):
-        for name in ('best', 'final'):
-            if is_export(path / name): return path / name, path
-        return find_resume_checkpoint(path), path
-    raise ConfigError(f"{path} is not a checkpoint, a best/ or final/ export, or a run directory.")
+    if is_checkpoint(path): return check_checkpoint(path), path.parent.parent
+    if (path / 'info.json').is_file(): return check_export(path), path.parent
+    if not is_run_dir(path):
+        raise ConfigError(f"{path} is not a checkpoint, a best/ or final/ export, or a run directory.")
+    exports = [path / n for n in ('final', 'best') if (path / n / 'info.json').is_file()]   # oldest first: best wins
+    if exports:
+        try: return newest_whole(exports, check_export, f'exports of {path}'), path
+        except ConfigError:
+            if not checkpoint_dirs(path): raise
+    return find_resume_checkpoint(path, WEIGHT_PARTS), path
+
+# %% ../nbs/06_checkpoint.ipynb #4eaf4918
+def restart_state(run_dir) -> dict:
+    """What a run killed before its first checkpoint recorded of itself (its config, the data fingerprint of
+    `run_info.json`), as `check_resumable` reads a checkpoint's state."""
+    run_dir = Path(run_dir)
+    if not is_run_dir(run_dir):
+        raise ConfigError(f"No checkpoint to resume in {run_dir}, and no run begun there; start a new run "
+                          "or give a checkpoint path.")
+    info = read_json(run_dir / 'run_info.json', 'run record') if (run_dir / 'run_info.json').exists() else {}
+    return {'config': read_json(run_dir / 'config.json', 'run config'), 'fingerprint': info.get('fingerprint')}
 
 # %% ../nbs/06_checkpoint.ipynb #e48539c7
 RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after',

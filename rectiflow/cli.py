@@ -4,12 +4,13 @@
 
 # %% ../nbs/17_cli.ipynb #82be55d2
 from __future__ import annotations
-import argparse, json, shlex, sys
+import argparse, json, shlex, sys, warnings
 from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 import torch
-from .config import Config, ConfigError, GATE_NAMES, Range, apply_overrides, number_arg, read_config_dict
+from .config import (Config, ConfigError, RunFileWarning, GATE_NAMES, Range, apply_overrides, number_arg,
+                              read_config_dict)
 
 # %% auto #0
 __all__ = ['POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'nfe_list', 'make_parser', 'config_from_args',
@@ -217,16 +218,19 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
 
 # %% ../nbs/17_cli.ipynb #7004fdae
 def resume_target(args, overrides):
-    "The checkpoint to resume and the run's config with the overrides applied."
-    from rectiflow.checkpoint import find_resume_checkpoint
+    """What `--resume` continues (the newest whole checkpoint; a run killed before its first checkpoint: the run
+    itself, begun again) and the run's config with the overrides applied."""
+    from rectiflow.checkpoint import checkpoint_dirs, find_resume_checkpoint, is_checkpoint, is_run_dir
     from rectiflow.tasks import load_config
     if args.overwrite: raise ConfigError("--resume continues a run and --overwrite replaces it; choose one.")
-    where = args.resume or args.out or config_from_args(args, []).run.out
-    ckpt = find_resume_checkpoint(where)
-    run_dir = ckpt.parent.parent
+    where = Path(args.resume or args.out or config_from_args(args, []).run.out)
+    begun = is_run_dir(where) and not is_checkpoint(where) and not checkpoint_dirs(where)
+    target = where if begun else find_resume_checkpoint(where)
+    run_dir = where if begun else target.parent.parent
     cfg = config_from_args(args, overrides, base=load_config(run_dir / 'config.json'))
     cfg.run.out = str(run_dir)
-    return ckpt, cfg
+    if begun: print(f"rectiflow: no checkpoint yet in {run_dir}: beginning the run again from step 0 with its config.")
+    return target, cfg
 
 # %% ../nbs/17_cli.ipynb #3e5d7a01
 def writer_lock(path, args, what: str = 'run', always: bool = False):
@@ -238,14 +242,14 @@ def writer_lock(path, args, what: str = 'run', always: bool = False):
 # %% ../nbs/17_cli.ipynb #b515cbdd
 def cmd_train(args, overrides) -> int:
     from rectiflow.tasks import train
-    from rectiflow.checkpoint import check_run_dir, find_resume_checkpoint, is_export
+    from rectiflow.checkpoint import check_run_dir, find_resume_checkpoint, is_export, WEIGHT_PARTS
     if args.resume is not None and args.init_from:
         raise ConfigError("--resume and --init-from exclude each other; choose one.")
     if args.resume is not None: resume, cfg = resume_target(args, overrides)
     else: resume, cfg = None, config_from_args(args, overrides)
     # an export as it is (the base of a LoRA run); a run: its newest readable checkpoint
     init = None if not args.init_from else (Path(args.init_from) if is_export(args.init_from)
-                                            else find_resume_checkpoint(args.init_from))
+                                            else find_resume_checkpoint(args.init_from, WEIGHT_PARTS))
     if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)     # a look: a used --out is refused untouched
     with writer_lock(cfg.run.out, args, always=bool(args.gates)):
         if args.gates and not gates_allow_training(args, cfg, resume): return 1
@@ -409,12 +413,27 @@ def _end_processes():
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
 
+# %% ../nbs/17_cli.ipynb #fcb847ea
+def _one_line_warnings(shown):
+    "A `warnings.showwarning` that says a warning about a run's files in one line, and leaves the others to `shown`."
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, RunFileWarning): return shown(message, category, filename, lineno, file, line)
+        print(f"rectiflow: warning: {message}", file=file or sys.stderr)
+    return show
+
 # %% ../nbs/17_cli.ipynb #4add5716
 def main(argv=None) -> int:
     "Entry point of the `rectiflow` command; returns the exit code."
+    argv = sys.argv[1:] if argv is None else argv
+    with warnings.catch_warnings():
+        warnings.simplefilter('default', RunFileWarning)       # each one once per command, in one line
+        warnings.showwarning = _one_line_warnings(warnings.showwarning)
+        return _run(argv)
+
+def _run(argv) -> int:
+    "`main`'s work: the command's exit code."
     from rectiflow.train import NonFiniteError
     from rectiflow.rundir import WriteFailed
-    argv = sys.argv[1:] if argv is None else argv
     try:
         parser = make_parser()
         args, rest = parser.parse_known_args(argv)

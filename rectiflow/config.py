@@ -10,15 +10,19 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError', 'Range', 'ranged',
-           'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
-           'CheckpointConfig', 'DebugConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict',
-           'config_to_dict', 'task_config_type', 'default_config_of', 'save_config', 'read_config_dict',
-           'apply_overrides', 'check', 'check_ranges', 'tracker_names', 'validate_config', 'check_flow', 'number_arg']
+__all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError', 'RunFileWarning',
+           'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
+           'EvalConfig', 'CheckpointConfig', 'DebugConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig',
+           'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of', 'save_config',
+           'read_config_dict', 'apply_overrides', 'check', 'check_ranges', 'tracker_names', 'validate_config',
+           'check_flow', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
     "A configuration the user can fix: bad value, unknown key, impossible combination."
+
+class RunFileWarning(UserWarning):
+    "A file of a run, checkpoint or export that is damaged and left out, skipped for an older one, or read unverified."
 
 # %% ../nbs/00_config.ipynb #5a1c7e21
 def _bound_words(x) -> str:
@@ -317,14 +321,15 @@ def read_config_dict(path) -> dict:
     "The nested dict of the JSON or YAML config file `path`."
     path = Path(path)
     if not path.is_file(): raise ConfigError(f"Config file {path} does not exist.")
-    text = path.read_text()
     try:
+        text = path.read_bytes().decode('utf-8')
         if path.suffix.lower() in ('.yaml', '.yml'):
             import yaml
             return yaml.safe_load(text) or {}
         return json.loads(text)
     except Exception as e:
-        raise ConfigError(f"Config file {path} could not be parsed ({type(e).__name__}: {e}).")
+        why = ' '.join(str(e).split())[:200]                # one line, whatever the parser's message spans
+        raise ConfigError(f"Config file {path} could not be parsed ({type(e).__name__}: {why}).") from None
 
 # %% ../nbs/00_config.ipynb #d65653b2
 def _split_overrides(args):

@@ -13,7 +13,8 @@ from diffusers.training_utils import EMAModel
 from safetensors.torch import load_file, load_model
 from .config import Config, ConfigError, LoRAConfig, config_to_dict
 from .checkpoint import (checkpoint_models, checkpoint_weights, class_path, export_info, export_model,
-                                  is_export, load_exported_model, process_rank, write_json_atomic)
+                                  is_export, load_exported_model, process_rank, write_json_atomic, read_json,
+                                  read_part, check_export, load_ema_state, load_pickle)
 
 # %% auto #0
 __all__ = ['DEFAULT_TARGETS', 'ADAPTABLE', 'BASE_FILE', 'peft_module', 'name_matches', 'target_names', 'lora_config',
@@ -75,13 +76,13 @@ BASE_FILE = 'lora_base.json'
 def saved_record(path) -> dict:
     "What the step checkpoint (`trainer_state.json`) or export (`info.json`) at `path` recorded about itself."
     path = Path(path)
-    if (path / 'trainer_state.json').is_file(): return json.loads((path / 'trainer_state.json').read_text())
+    if (path / 'trainer_state.json').is_file(): return read_json(path / 'trainer_state.json', 'checkpoint state')
     return export_info(path)
 
 def lora_base(path) -> dict | None:
     "The base (`{'path', 'fingerprint'}`) of the LoRA checkpoint or export at `path`; None for any other."
     path = Path(path)
-    if (path / BASE_FILE).is_file(): return json.loads((path / BASE_FILE).read_text())
+    if (path / BASE_FILE).is_file(): return read_json(path / BASE_FILE, 'LoRA base record')
     return export_info(path).get('lora_base') if is_export(path) else None
 
 # %% ../nbs/06f_lora.ipynb #3ea87f12
@@ -115,7 +116,8 @@ def saved_models(path, template: nn.Module) -> dict:
     if base is None or (path / 'model').is_dir(): return checkpoint_models(path, template)
     peft, model = peft_module(), base_model(base, template)
     with torch.random.fork_rng(devices=[]):     # the adapters' random start, overwritten at once
-        if is_export(path): ema = peft.PeftModel.from_pretrained(model, path)
+        if is_export(path): ema = read_part(check_export(path), 'adapter_model.safetensors',
+                                            lambda p: peft.PeftModel.from_pretrained(model, path))
         else: raw = peft.get_peft_model(model, peft.LoraConfig.from_pretrained(path))
     if is_export(path): return {'ema': ema.merge_and_unload().eval()}
     weights, ema_state = checkpoint_weights(path)

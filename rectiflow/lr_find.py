@@ -155,11 +155,15 @@ class LRFindResult:
         path = Path(path)
         path = path / 'lr_find.jsonl' if path.is_dir() else path
         recs = read_jsonl(path)
-        steps = [r for r in recs if r['kind'] == 'step']
-        summary = next(r for r in recs if r['kind'] == 'suggestion')
-        curve = {k: [r[k] for r in steps] for k in ('lr', 'loss', 'smoothed')}
-        return cls(lrs=curve['lr'], losses=curve['loss'], smoothed=curve['smoothed'],
-                   **{k: v for k, v in summary.items() if k != 'kind'})
+        steps = [r for r in recs if r.get('kind') == 'step']
+        summary = next((r for r in recs if r.get('kind') == 'suggestion'), None)
+        try:
+            curve = {k: [r[k] for r in steps] for k in ('lr', 'loss', 'smoothed')}
+            return cls(lrs=curve['lr'], losses=curve['loss'], smoothed=curve['smoothed'],
+                       **{k: v for k, v in summary.items() if k != 'kind'})
+        except (KeyError, TypeError, AttributeError):
+            raise ConfigError(f"{path} holds no whole range test (damaged or cut short); run rectiflow lr-find "
+                              "again.") from None
 
     def plot(self, ax=None):
         "Raw and smoothed loss against LR (log axis), the suggestions marked; returns the figure."

@@ -253,6 +253,8 @@ class NoREPA:
     def figures(self) -> dict: return {}
     def trainer_state(self) -> dict: return {}
     def load_trainer_state(self, state: dict): pass
+    def log_state(self) -> dict | None: return None
+    def load_log_state(self, state: dict | None): pass
 
 # %% ../nbs/07a_repa.ipynb #b32b11ba
 class REPA(NoREPA):
@@ -276,9 +278,8 @@ class REPA(NoREPA):
     def parameters(self) -> list: return list(self.projector.parameters())
 
     def prepare(self, accelerator):
-        "The projector prepared as a second model (all-reduced, saved as model_1), the term log checkpointed."
+        "The projector prepared as a second model (all-reduced, saved as model_1; the term log goes in the state file)."
         self.projector = accelerator.prepare(self.projector)
-        accelerator.register_for_checkpointing(self.log)
 
     def watching(self, step: int):
         "The window for the objective's forward at optimizer step `step` (counted from 0), while the term applies."
@@ -302,6 +303,11 @@ class REPA(NoREPA):
         "The projector's weights and the term log, for `Trainer.state_dict` (the LR range test's restore, the gates)."
         weights = {k: v.detach().clone() for k, v in _unwrapped(self.projector).state_dict().items()}
         return {'repa': {'projector': weights, 'log': self.log.state_dict()}}
+
+    def log_state(self) -> dict: return self.log.state_dict()
+
+    def load_log_state(self, state: dict | None):
+        if state is not None: self.log.load_state_dict(state)
 
     def load_trainer_state(self, state: dict):
         if 'repa' not in state: return

@@ -4,11 +4,11 @@
 
 # %% ../nbs/13a_sweep.ipynb #5e000003
 from __future__ import annotations
-import json, time
+import json, time, warnings
 from dataclasses import replace
 from pathlib import Path
 from tqdm.auto import tqdm
-from .config import ConfigError
+from .config import ConfigError, RunFileWarning
 from .sampling import SOLVERS
 from .checkpoint import write_json_atomic
 from .tasks import load_checkpoint
@@ -130,4 +130,9 @@ def write_sweep(sweep: dict, run_dir) -> Path:
 def read_sweep(run_dir) -> dict | None:
     "The sweep kept in `run_dir`, or None."
     p = Path(run_dir) / 'nfe_sweep.json'
-    return json.loads(p.read_text()) if p.is_file() else None
+    if not p.is_file(): return None
+    try: sweep = json.loads(p.read_bytes())
+    except (OSError, ValueError): sweep = None
+    if isinstance(sweep, dict) and isinstance(sweep.get('rows'), list): return sweep
+    warnings.warn(f"{p} is damaged (not a sweep): it is left out; run rectiflow evaluate --nfe again.", RunFileWarning)
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from .config import Config, ConfigError, config_from_dict, read_config_dict
 from .data import DataInfo, fixed_subset
-from .checkpoint import evaluation_target, export_info, is_export
+from .checkpoint import evaluation_target, export_info, is_export, read_json, check_export
 from .lora import saved_models, exported_model
 from .task import Task
 from .train import (Callback, Trainer, evaluation_record, profile_steps, quality_figures, quality_passes,
@@ -150,7 +150,7 @@ def task_trainer(cfg: Config, datasets=None, model=None, objective=None, **kw) -
 # %% ../nbs/13_tasks.ipynb #ce3fd048
 def _saved(ckpt: Path) -> dict:
     "What a step checkpoint or an export recorded about itself."
-    if (ckpt / 'trainer_state.json').is_file(): return json.loads((ckpt / 'trainer_state.json').read_text())
+    if (ckpt / 'trainer_state.json').is_file(): return read_json(ckpt / 'trainer_state.json', 'checkpoint state')
     return export_info(ckpt)
 
 # %% ../nbs/13_tasks.ipynb #172b9c1e
@@ -217,10 +217,10 @@ class LoadedRun:
 def load_run(path, device='cpu') -> LoadedRun:
     "A finished run (its `final/`) or any export at `path`, loaded for sampling."
     path = Path(path)
-    export = path if is_export(path) else path / 'final'
-    if not is_export(export):
+    export = path if (path / 'info.json').is_file() else path / 'final'
+    if not (export / 'info.json').is_file():
         raise ConfigError(f"{path} holds no exported model (final/); did the run finish?")
-    info = export_info(export)
+    info = export_info(check_export(export))
     task = make_task(parse_config(info['config']), DataInfo.from_dict(info['data']))
     task.load_state_dict(info.get('task_state', {}))
     return LoadedRun(task, exported_model(export, build=task.make_model).to(device))

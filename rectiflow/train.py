@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_train.ipynb #7e2238ee
 from __future__ import annotations
-import copy, json, math, os, shutil, signal, threading, time
+import copy, json, math, os, random, shutil, signal, threading, time
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +15,7 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import DistributedType, broadcast_object_list
 from diffusers.training_utils import EMAModel
-from safetensors.torch import save_file, load_file
+from safetensors.torch import save_file, load_file, load_model
 from .config import Config, ConfigError, validate_config, config_to_dict, save_config, default_config_of
 from .data import make_loader, loader_options, fingerprint, fixed_subset
 from .models import n_params
@@ -24,7 +24,11 @@ from .lora import LoRA
 from .repa import make_repa
 from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, read_jsonl,
                                   export_model, git_commit, library_versions, GeneratorState, publish_checkpoint,
-                                  check_resumable, checkpoint_weights, checkpoint_dirs, per_process, process_rank)
+                                  check_resumable, checkpoint_dirs, per_process, process_rank, read_json,
+                                  read_checkpoint, check_checkpoint, read_part, load_pickle, is_checkpoint,
+                                  write_manifest,
+                                  save_ema_state, save_streams, STATE_FILE, EMA_FILE, STREAMS_FILE, LEGACY_FILES,
+                                  CHECKPOINT_FORMAT, WEIGHT_PARTS, RESUME_PARTS, restart_state)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .sampling import flow_scheduler
 from .tracking import Tracker, make_tracker
@@ -38,9 +42,9 @@ from .cards import ModelCards
 # %% auto #0
 __all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed',
            'evaluation_record', 'quality_passes', 'quality_due', 'quality_figures', 'truncate_metrics', 'RunLog',
-           'run_figures', 'Checkpointer', 'mixed_precision', 'stream_seeds', 'Trainer', 'ProgressOutput', 'Heartbeat',
-           'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull', 'default_callbacks', 'FrozenDraws',
-           'profiler_activities', 'operator_rows', 'profile_steps']
+           'run_figures', 'restore_global_rng', 'Checkpointer', 'mixed_precision', 'stream_seeds', 'Trainer',
+           'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull',
+           'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
@@ -190,9 +194,19 @@ def run_figures(record: dict) -> dict:
     "`record` without the fields that measure the machine: what two runs of one seed have in common."
     return {k: v for k, v in record.items() if k not in MACHINE_FIELDS}
 
+# %% ../nbs/07_train.ipynb #beacc7e4
+def restore_global_rng(states: dict, accelerator):
+    "Take back the global random states accelerate's `save_state` wrote for this process, as its `load_state` does."
+    random.setstate(states['random_state'])
+    np.random.set_state(states['numpy_random_seed'])
+    torch.set_rng_state(states['torch_manual_seed'])
+    if torch.cuda.is_available(): torch.cuda.set_rng_state_all(states['torch_cuda_manual_seed'])
+    if 'step' in states: accelerator.step = states['step']
+
 # %% ../nbs/07_train.ipynb #081d1f27
 class Checkpointer:
-    "Step checkpoints on accelerate's `save_state` (written aside, published whole by rank 0, rotated); EMA exports."
+    """Step checkpoints on accelerate's `save_state` (written aside, a manifest last, published whole by rank 0,
+    rotated) and their resume; EMA exports."""
     def __init__(self, run_dir, keep_last: int):
         self.root, self.keep_last = Path(run_dir) / 'checkpoints', keep_last
 
@@ -208,23 +222,34 @@ class Checkpointer:
         return final
 
     def _write(self, tr, folder: Path):
-        "The tensors of `tr.state_dict()`: accelerate's `save_state`, or for a sharded model the same files whole."
-        if not tr.sharded: return tr.accelerator.save_state(folder, safe_serialization=True)
-        # gathered on every process first (collectives), then written by rank 0 alone
+        """The tensors of `tr.state_dict()`: accelerate's `save_state` (a sharded model's the same files, whole), the
+        EMA and every process's flow generator as safetensors."""
+        streams = GeneratorState(tr.generator).state_dict()['per_rank']       # every process's: a collective
+        if tr.sharded: ema = self._write_sharded(tr, folder)
+        else:
+            tr.accelerator.save_state(folder, safe_serialization=True)
+            ema = tr.ema.state_dict()
+        if not tr.is_main: return
+        save_ema_state(ema, folder / EMA_FILE)
+        save_streams(streams, folder / STREAMS_FILE)
+
+    def _write_sharded(self, tr, folder: Path) -> dict:
+        "`save_state`'s files for a sharded model: gathered on every process first (collectives), written by rank 0."
         model, optimizer = full_model_state(tr.unwrapped), full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
         ema = {**tr.ema.state_dict(), 'shadow_params': [full_tensor(p).cpu() for p in tr.ema.shadow_params]}
-        streams, rng = GeneratorState(tr.generator).state_dict(), per_process(tr.rng_state())
-        if not tr.is_main: return
+        rng = per_process(tr.rng_state())
+        if not tr.is_main: return ema
         folder.mkdir(parents=True, exist_ok=True)
         save_file(model, str(folder / 'model.safetensors'))
         for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
-                          ('custom_checkpoint_0.pkl', ema), ('custom_checkpoint_1.pkl', streams),
                           ('random_states.pkl', rng)]:
             torch.save(obj, folder / name)
+        return ema
 
     def _publish(self, tr, tmp: Path, final: Path):
-        write_json_atomic(tmp / 'trainer_state.json', tr.checkpoint_state())
+        write_json_atomic(tmp / STATE_FILE, tr.checkpoint_state())
         tr.callbacks('on_checkpoint_written', tr, tmp)
+        write_manifest(tmp)                                 # the last file written: from now on it is whole
         publish_checkpoint(tmp, final, self.keep_last)
 
     def _agree(self, tr, failed: OSError | None, final: Path, tmp: Path):
@@ -238,24 +263,45 @@ class Checkpointer:
         raise WriteFailed(f'checkpoint {final.name}', tmp, failed)
 
     def load(self, tr, path):
-        "Continue `tr` from the checkpoint at `path`."
+        "Continue `tr` from the checkpoint at `path`, every part read safely (`Damaged` naming one that cannot be)."
         path = Path(path)
-        state = json.loads((path / 'trainer_state.json').read_text())
-        if tr.sharded: self._read_sharded(tr, path)
-        else:
-            tr.accelerator.load_state(path)
-            tr.ema.to(tr.accelerator.device)        # load_state leaves the shadow weights where they were saved
-        tr.load_state_dict({'progress': state})
+        parts = read_checkpoint(path, [p for p in RESUME_PARTS if p != 'model' or tr.sharded],
+                                tr.accelerator.process_index)
+        if tr.sharded: self._load_sharded(tr, parts)
+        else: self._load_whole(tr, path, parts)
+        GeneratorState(tr.generator).load_state_dict({'state': parts['streams'][0], 'per_rank': parts['streams']})
+        tr.repa.load_log_state(self._repa_log(path, parts['state']))
+        tr.load_state_dict({'progress': parts['state']})
 
-    def _read_sharded(self, tr, path: Path):
-        "What `_write` wrote for a sharded model, each process taking its shards and its own streams."
-        read = lambda name: torch.load(path / name, weights_only=False)
-        load_full_state(tr.unwrapped, load_file(str(path / 'model.safetensors')), tr.optimizer.optimizer,
-                        read('optimizer.bin'))
-        tr.load_ema(read('custom_checkpoint_0.pkl'))
-        GeneratorState(tr.generator).load_state_dict(read('custom_checkpoint_1.pkl'))
-        tr.scheduler.load_state_dict(read('scheduler.bin'))
-        tr.load_state_dict({'rng': read('random_states.pkl')[process_rank()[0]]})
+    def _load_whole(self, tr, path: Path, parts: dict):
+        "What accelerate's `load_state` takes back, in its order (models, optimizer, schedule, random states); the EMA."
+        acc = tr.accelerator
+        # accelerate's own reader unpickles registered objects with weights_only=False and lets a damaged random
+        # state pass in silence; this one reads as it does, models by their place in its list after its load hooks
+        models = list(acc._models)                          # the model, REPA's projector
+        for hook in acc._load_model_state_pre_hook.values():        # LoRA's: the adapters alone (06f_lora)
+            read_part(path, 'model.safetensors', lambda p: hook(models, str(path)))
+        for i, model in enumerate(models):
+            read_part(path, 'model.safetensors' if i == 0 else f'model_{i}.safetensors',
+                      lambda p: load_model(model, str(p), device='cpu'))
+        tr.optimizer.load_state_dict(parts['optimizer'])
+        tr.scheduler.load_state_dict(parts['scheduler'])
+        restore_global_rng(parts['rng'], acc)
+        tr.ema.load_state_dict(parts['ema'])
+        tr.ema.to(acc.device)                               # the shadow weights back where the parameters are
+
+    def _load_sharded(self, tr, parts: dict):
+        "What `_write_sharded` wrote, each process taking its shards and its own random states."
+        load_full_state(tr.unwrapped, parts['model'], tr.optimizer.optimizer, parts['optimizer'])
+        tr.load_ema(parts['ema'])
+        tr.scheduler.load_state_dict(parts['scheduler'])
+        tr.load_state_dict({'rng': parts['rng'][process_rank()[0]]})
+
+    def _repa_log(self, path: Path, state: dict):
+        "REPA's term log: in the state file, or in the pickle of a checkpoint written before that (None: no REPA)."
+        if 'repa_log' in state: return state['repa_log']
+        legacy = path / LEGACY_FILES['repa_log']
+        return read_part(path, legacy.name, load_pickle) if legacy.exists() else None
 
     def export(self, tr, name: str, **info):
         """Export `tr`'s EMA weights to `name/` (`best`, `final`) with what it says of itself (`export_info`): rank 0
@@ -299,10 +345,11 @@ class Trainer:
         self.train_ds, self.val_ds, self.data_info = datasets or task.data    # a gate may pass a subset, frozen draws
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)    # a bad --out fails before anything is built
         self.fingerprint = fingerprint(self.train_ds)                         # None where a dataset cannot be hashed
-        if resume is not None:
-            check_resumable(json.loads((Path(resume) / 'trainer_state.json').read_text()),
-                            config_to_dict(cfg), self.fingerprint, self.accelerator.num_processes,
-                            defaults=config_to_dict(default_config_of(cfg)))
+        # a run killed before its first checkpoint is begun again, as it was (--resume of a requeued command)
+        self.restart = resume is not None and not is_checkpoint(resume)
+        if resume is not None: self._check_resumable(resume)
+        if self.restart:
+            resume, init_from = None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from')
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
         self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (06f_lora)
         self.callbacks = Callbacks([*default_callbacks(cfg), *callbacks])
@@ -355,12 +402,19 @@ class Trainer:
         self.objective = objective or self.task.make_objective()
         self.val_objective = self.objective.validation()
         self.generator = torch.Generator().manual_seed(flow_seed)          # flow t, noise and dropout draws
-        acc.register_for_checkpointing(self.ema, GeneratorState(self.generator))
         self.repa.prepare(acc)                      # REPA: the projector a second model, its term log saved
         self.step, self.data_pos, self.last_eval_step = 0, [0, 0], None   # (epoch, batch) of the next training batch
         self.pending_losses = []                                           # losses since the last train record
         self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
         self.items_done = 0                                                # training items consumed, all processes
+
+    def _check_resumable(self, resume):
+        "Refuse a resume of another config or other data: against the checkpoint, or the run's records (`restart`)."
+        cfg = config_to_dict(self.cfg)
+        state = read_checkpoint(check_checkpoint(resume), ())['state'] if not self.restart else restart_state(resume)
+        n = self.accelerator.num_processes
+        check_resumable({'num_processes': n, **state}, cfg, self.fingerprint, n,
+                        defaults=config_to_dict(default_config_of(self.cfg)))
 
     def _speed_up(self):
         "A step's FLOPs counted once (the throughput figures); then gradient checkpointing and compiling (`06e_speed`)."
@@ -451,7 +505,8 @@ class Trainer:
         "`trainer_state.json`: the progress, and what a resume checks (config, data fingerprint, processes, versions)."
         return {**self.progress_state(), 'fingerprint': self.fingerprint, 'best': self.best, 'git_commit': git_commit(),
                 'versions': library_versions(), 'num_processes': self.accelerator.num_processes,
-                'config': config_to_dict(self.cfg)}
+                'config': config_to_dict(self.cfg), 'checkpoint_format': CHECKPOINT_FORMAT,
+                **({'repa_log': self.repa.log_state()} if self.repa.log_state() is not None else {})}
 
     def export_info(self, **extra) -> dict:
         "An export's `info.json`: step, task and its state, data and their fingerprint, config, `extra`."
@@ -461,14 +516,13 @@ class Trainer:
 
     def load_weights(self, path):
         "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
-        path = Path(path)
-        state = json.loads((path / 'trainer_state.json').read_text())
+        parts = read_checkpoint(check_checkpoint(path), WEIGHT_PARTS)
+        state, weights, ema = parts['state'], parts['model'], parts['ema']
         was, now = state['config'].get('task') or {}, config_to_dict(self.cfg).get('task') or {}
         changed = [k for k in self.task.model_options if was.get(k) != now.get(k)]
         if changed:
             raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
                               f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
-        weights, ema = checkpoint_weights(path)
         try:
             if self.sharded: load_full_state(self.unwrapped, weights)
             else: self.unwrapped.load_state_dict(weights)
@@ -666,7 +720,7 @@ class Trainer:
         acc = self.accelerator
         return {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
                 'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
-                'data': self.data_info.to_dict(), 'n_params': n_params(self.unwrapped),
+                'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint, 'n_params': n_params(self.unwrapped),
                 'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
                 'sharding': shard_figures(self.unwrapped) if self.sharded else None,
                 'init_from': str(self.init_from) if self.init_from else None, **extra}
@@ -716,7 +770,7 @@ class Trainer:
         the callbacks; the signals."""
         main_decides(self._check_space)
         if self.is_main and self.resume is None:
-            prepare_run_dir(self.run_dir, self.cfg.run.overwrite)
+            prepare_run_dir(self.run_dir, self.cfg.run.overwrite or self.restart)
             save_config(self.cfg, self.run_dir / 'config.json')
         self.log.start(self.step, resumed=self.resume is not None)
         self.callbacks('on_fit_start', self)
@@ -731,7 +785,7 @@ class Trainer:
         export, ckpt = run_sizes(self.unwrapped)
         resumed = self.resume is not None
         have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
-        free = c.debug.free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite else 0)
+        free = c.debug.free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or self.restart else 0)
         check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
 
     def _log_step(self, loss, grad_norm):

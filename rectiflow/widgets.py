@@ -14,6 +14,7 @@ from .config import Config, ConfigError, config_from_dict, read_config_dict
 from .checkpoint import checkpoint_dirs, config_differences, is_run_dir, read_jsonl
 from .lr_find import lr_find, smooth_losses, format_suggestion, LRFindResult
 from .rundir import MEMORY_FIELDS
+from .cards import read_run_info
 
 # %% auto #0
 __all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'quality_series', 'run_curves', 'plot_curves',
@@ -445,7 +446,7 @@ def config_diff(run_dirs) -> dict:
 def run_summary(run_dir) -> dict:
     "A run's status and headline figures: its final record, else its last validation record."
     run_dir, recs = Path(run_dir), read_records(run_dir)
-    info = json.loads((run_dir / 'run_info.json').read_text()) if (run_dir / 'run_info.json').exists() else {}
+    info = read_run_info(run_dir)
     last = (next((r for r in reversed(recs) if r.get('kind') == 'final'), None)
             or next((r for r in reversed(recs) if r.get('kind') == 'val'), {}))
     skip = {'kind', 'time', 'floor'}

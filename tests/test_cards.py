@@ -4,6 +4,7 @@ import json, shutil
 from pathlib import Path
 from huggingface_hub import ModelCard
 from conftest import cli_in_process, records
+from rectiflow.checkpoint import check_manifest
 
 def card(folder) -> ModelCard:
     "The model card of the export in `folder`, parsed by huggingface_hub."
@@ -48,7 +49,9 @@ def test_export_writes_a_folder_that_loads_samples_and_evaluates_like_the_run(ti
     p = cli_in_process('export', tiny_run, out, '--license', 'mit')
     assert p.returncode == 0, p.stderr
     assert f'hf upload YOUR_NAME/moons-tiny {out}' in p.stdout
-    assert sorted(x.name for x in out.iterdir()) == ['README.md', 'config.json', 'info.json', 'model', 'samples.png']
+    assert sorted(x.name for x in out.iterdir()) == ['README.md', 'config.json', 'info.json', 'manifest.json', 'model',
+                                                     'samples.png']
+    assert check_manifest(out)
     assert sorted(x.name for x in out.parent.iterdir()) == ['moons-tiny']                  # nothing left beside it
     c = card(out)
     assert (c.data.model_name, c.data.license, figures(c)) == ('moons-tiny', 'mit', final_figures(tiny_run))

@@ -7,6 +7,7 @@ import pytest, torch
 from safetensors.torch import load_file, save_file
 from conftest import cli_in_process, main_in_process, TINY_MOONS
 from rectiflow.train import run_figures
+from rectiflow.checkpoint import load_ema_state, write_manifest
 
 LORA = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--lora.rank', '4']
 BASE_WEIGHTS = 'model/diffusion_pytorch_model.safetensors'
@@ -25,10 +26,13 @@ def runs(tmp_path_factory):
     base = shutil.copytree(d / 'base' / 'final', d / 'base_copy')
     ok(cli_in_process('train', *LORA, '--init-from', d / 'base' / 'final', '--out', d / 'straight'))
     ok(cli_in_process('train', *LORA, '--init-from', base, '--run.max_steps', '10', '--out', d / 'stopped'))
+    original, manifest = (base / BASE_WEIGHTS).read_bytes(), (base / 'manifest.json').read_bytes()
     weights = load_file(str(base / BASE_WEIGHTS))
     save_file({k: v + 1e-3 for k, v in weights.items()}, str(base / BASE_WEIGHTS))
+    write_manifest(base)                # another whole export at the base's path: its fingerprint must refuse it
     refused = main_in_process('train', '--resume', '--out', d / 'stopped', '--run.max_steps', '0')
-    save_file(weights, str(base / BASE_WEIGHTS))
+    (base / BASE_WEIGHTS).write_bytes(original)
+    (base / 'manifest.json').write_bytes(manifest)
     ok(cli_in_process('train', '--resume', '--out', d / 'stopped', '--run.max_steps', '0',
                       '--lora.merge_export', 'true'))
     return SimpleNamespace(base=d / 'base', straight=d / 'straight', stopped=d / 'stopped', refused=refused)
@@ -43,8 +47,8 @@ def test_checkpoints_and_exports_hold_the_adapters_alone_and_name_their_base(run
     ckpt = runs.straight / 'checkpoints' / 'step_000020'
     weights = load_file(str(ckpt / 'model.safetensors'))
     assert weights and all('.lora_A.' in k or '.lora_B.' in k for k in weights)
-    ema = torch.load(ckpt / 'custom_checkpoint_0.pkl', weights_only=False)['shadow_params']
-    adam = torch.load(ckpt / 'optimizer.bin', weights_only=False)['state']
+    ema = load_ema_state(ckpt / 'ema.safetensors')['shadow_params']
+    adam = torch.load(ckpt / 'optimizer.bin', weights_only=True)['state']
     assert len(ema) == len(adam) == len(weights)
     assert sorted(t.numel() for t in ema) == sorted(t.numel() for t in weights.values())
     base = json.loads((ckpt / 'lora_base.json').read_text())

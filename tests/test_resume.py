@@ -6,6 +6,7 @@ from safetensors.torch import load_file
 from conftest import run_cli, main_in_process, copy_run, TINY_MOONS, cli_in_process
 from rectiflow.train import run_figures
 from rectiflow.rundir import read_holder
+from rectiflow.checkpoint import write_manifest
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 
@@ -60,6 +61,7 @@ def test_a_checkpoint_older_than_a_section_or_a_field_resumes_while_they_keep_th
         for section in ('lora', 'repa'): s['config'].pop(section)
         s['config']['task'].pop('t_std')
         state.write_text(json.dumps(s))
+        write_manifest(state.parent)                     # as that older rectiflow wrote it: whole
     code, _, err = main_in_process('train', '--resume', run, '--repa.weight', '0.3')
     assert code == 2 and 'Cannot resume: repa.weight was 0.5 and is now 0.3' in err, err
     code, out, err = main_in_process('train', '--resume', run, '--no-progress')
@@ -142,7 +144,8 @@ def test_a_torn_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tiny_
     newest.write_bytes(newest.read_bytes()[:100])                     # a copy cut short
     p = run_cli('train', '--resume', '--out', run, '--steps', '30', '--no-progress')
     assert p.returncode == 0, p.stderr
-    assert 'step_000020 is unreadable; falling back' in p.stderr
+    assert 'step_000020 is damaged: model.safetensors is 100 bytes, not the' in p.stderr
+    assert 'falling back to the one before it' in p.stderr
     recs = comparable(run)
     assert [r['step'] for r in recs if r['kind'] == 'train'] == [10, 20, 30]   # 20 re-trained from the step-10 checkpoint
 

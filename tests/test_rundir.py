@@ -6,7 +6,7 @@ import json, os, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from conftest import main_in_process, copy_run, lock_held, records, final_weights, TINY_MOONS
-from rectiflow.checkpoint import checkpoint_dirs, checkpoint_is_readable
+from rectiflow.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
 from rectiflow.rundir import read_holder
 from rectiflow.train import run_figures
 import rectiflow.gates, rectiflow.lr_find, rectiflow.tasks     # imported now: the refusals below race a live run
@@ -84,7 +84,7 @@ def test_a_write_fault_is_one_line_exit_5_and_resume_ends_bit_identical(tiny_run
     assert 'No space left on device' in err and 'free there' in err
     assert temporaries(run) == [] and json.loads((run / 'run_info.json').read_text())['status'] == 'failed'
     ckpts = checkpoint_dirs(run)
-    assert ckpts and ckpts[0].name == 'step_000010' and all(checkpoint_is_readable(c) for c in ckpts)
+    assert ckpts and ckpts[0].name == 'step_000010' and all(check_checkpoint(c, RESUME_PARTS) for c in ckpts)
     code, _, err = main_in_process('train', '--resume', '--out', run, '--no-progress', knob, '0')
     assert code == 0, err
     same_run(run, tiny_run)
@@ -103,7 +103,7 @@ def test_a_full_tmpfs_is_one_line_exit_5_and_resume_after_freeing_space_ends_bit
         assert code == 5 and one_line(err) and 'No space left on device' in err, err
         assert temporaries(run) == []
         ckpts = checkpoint_dirs(run)
-        assert ckpts and all(checkpoint_is_readable(c) for c in ckpts)
+        assert ckpts and all(check_checkpoint(c, RESUME_PARTS) for c in ckpts)
         subprocess.run(['mount', '-o', 'remount,size=64m', str(disk)], check=True)           # space freed
         code, _, err = main_in_process('train', '--resume', '--out', run, '--no-progress')
         assert code == 0, err
