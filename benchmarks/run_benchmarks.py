@@ -253,7 +253,6 @@ def results_md(res) -> str:
                   + f" | {c['load_s'] * 1e3:.0f} ms | "
                   + (f"{c['check_s'] * 1e3:.1f} ms" if 'check_s' in c else 'n/a') + ' | '
                   + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
-                  + ', '.join(f"{k} ({v / 1e3:.0f} kB)" for k, v in sorted(c['files'].items())) + ' |', '']
     if 'gates' in res:
         lines += ['## Gates (digits default)', '', *meta(res, 'gates'), 'Each gate in process on the digits default (`rectiflow gate NAME`); '
                   'the second overfit row swaps in a velocity model that ignores its input (one learned constant).', '',
