@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from tqdm.auto import tqdm
+from fastcore.basics import patch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import DistributedType, broadcast_object_list
@@ -42,7 +43,7 @@ from .cards import ModelCards
 # %% auto #0
 __all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed',
            'evaluation_record', 'quality_passes', 'quality_due', 'quality_figures', 'truncate_metrics', 'RunLog',
-           'run_figures', 'restore_global_rng', 'Checkpointer', 'mixed_precision', 'stream_seeds', 'Trainer',
+           'run_figures', 'Checkpointer', 'restore_global_rng', 'mixed_precision', 'stream_seeds', 'Trainer',
            'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull',
            'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
 
@@ -194,15 +195,6 @@ def run_figures(record: dict) -> dict:
     "`record` without the fields that measure the machine: what two runs of one seed have in common."
     return {k: v for k, v in record.items() if k not in MACHINE_FIELDS}
 
-# %% ../nbs/07_train.ipynb #beacc7e4
-def restore_global_rng(states: dict, accelerator):
-    "Take back the global random states accelerate's `save_state` wrote for this process, as its `load_state` does."
-    random.setstate(states['random_state'])
-    np.random.set_state(states['numpy_random_seed'])
-    torch.set_rng_state(states['torch_manual_seed'])
-    if torch.cuda.is_available(): torch.cuda.set_rng_state_all(states['torch_cuda_manual_seed'])
-    if 'step' in states: accelerator.step = states['step']
-
 # %% ../nbs/07_train.ipynb #081d1f27
 class Checkpointer:
     """Step checkpoints on accelerate's `save_state` (written aside, a manifest last, published whole by rank 0,
@@ -221,37 +213,6 @@ class Checkpointer:
         self._agree(tr, failed, final, tmp)
         return final
 
-    def _write(self, tr, folder: Path):
-        """The tensors of `tr.state_dict()`: accelerate's `save_state` (a sharded model's the same files, whole), the
-        EMA and every process's flow generator as safetensors."""
-        streams = GeneratorState(tr.generator).state_dict()['per_rank']       # every process's: a collective
-        if tr.sharded: ema = self._write_sharded(tr, folder)
-        else:
-            tr.accelerator.save_state(folder, safe_serialization=True)
-            ema = tr.ema.state_dict()
-        if not tr.is_main: return
-        save_ema_state(ema, folder / EMA_FILE)
-        save_streams(streams, folder / STREAMS_FILE)
-
-    def _write_sharded(self, tr, folder: Path) -> dict:
-        "`save_state`'s files for a sharded model: gathered on every process first (collectives), written by rank 0."
-        model, optimizer = full_model_state(tr.unwrapped), full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
-        ema = {**tr.ema.state_dict(), 'shadow_params': [full_tensor(p).cpu() for p in tr.ema.shadow_params]}
-        rng = per_process(tr.rng_state())
-        if not tr.is_main: return ema
-        folder.mkdir(parents=True, exist_ok=True)
-        save_file(model, str(folder / 'model.safetensors'))
-        for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
-                          ('random_states.pkl', rng)]:
-            torch.save(obj, folder / name)
-        return ema
-
-    def _publish(self, tr, tmp: Path, final: Path):
-        write_json_atomic(tmp / STATE_FILE, tr.checkpoint_state())
-        tr.callbacks('on_checkpoint_written', tr, tmp)
-        write_manifest(tmp)                                 # the last file written: from now on it is whole
-        publish_checkpoint(tmp, final, self.keep_last)
-
     def _agree(self, tr, failed: OSError | None, final: Path, tmp: Path):
         "Whether any process failed to write (in place of a barrier); if one did, the temporary folder goes, all raise."
         acc = tr.accelerator
@@ -262,47 +223,6 @@ class Checkpointer:
         if tr.is_main: shutil.rmtree(tmp, ignore_errors=True)
         raise WriteFailed(f'checkpoint {final.name}', tmp, failed)
 
-    def load(self, tr, path):
-        "Continue `tr` from the checkpoint at `path`, every part read safely (`Damaged` naming one that cannot be)."
-        path = Path(path)
-        parts = read_checkpoint(path, [p for p in RESUME_PARTS if p != 'model' or tr.sharded],
-                                tr.accelerator.process_index)
-        if tr.sharded: self._load_sharded(tr, parts)
-        else: self._load_whole(tr, path, parts)
-        GeneratorState(tr.generator).load_state_dict({'state': parts['streams'][0], 'per_rank': parts['streams']})
-        tr.repa.load_log_state(self._repa_log(path, parts['state']))
-        tr.load_state_dict({'progress': parts['state']})
-
-    def _load_whole(self, tr, path: Path, parts: dict):
-        "What accelerate's `load_state` takes back, in its order (models, optimizer, schedule, random states); the EMA."
-        acc = tr.accelerator
-        # accelerate's own reader unpickles registered objects with weights_only=False and lets a damaged random
-        # state pass in silence; this one reads as it does, models by their place in its list after its load hooks
-        models = list(acc._models)                          # the model, REPA's projector
-        for hook in acc._load_model_state_pre_hook.values():        # LoRA's: the adapters alone (06f_lora)
-            read_part(path, 'model.safetensors', lambda p: hook(models, str(path)))
-        for i, model in enumerate(models):
-            read_part(path, 'model.safetensors' if i == 0 else f'model_{i}.safetensors',
-                      lambda p: load_model(model, str(p), device='cpu'))
-        tr.optimizer.load_state_dict(parts['optimizer'])
-        tr.scheduler.load_state_dict(parts['scheduler'])
-        restore_global_rng(parts['rng'], acc)
-        tr.ema.load_state_dict(parts['ema'])
-        tr.ema.to(acc.device)                               # the shadow weights back where the parameters are
-
-    def _load_sharded(self, tr, parts: dict):
-        "What `_write_sharded` wrote, each process taking its shards and its own random states."
-        load_full_state(tr.unwrapped, parts['model'], tr.optimizer.optimizer, parts['optimizer'])
-        tr.load_ema(parts['ema'])
-        tr.scheduler.load_state_dict(parts['scheduler'])
-        tr.load_state_dict({'rng': parts['rng'][process_rank()[0]]})
-
-    def _repa_log(self, path: Path, state: dict):
-        "REPA's term log: in the state file, or in the pickle of a checkpoint written before that (None: no REPA)."
-        if 'repa_log' in state: return state['repa_log']
-        legacy = path / LEGACY_FILES['repa_log']
-        return read_part(path, legacy.name, load_pickle) if legacy.exists() else None
-
     def export(self, tr, name: str, **info):
         """Export `tr`'s EMA weights to `name/` (`best`, `final`) with what it says of itself (`export_info`): rank 0
         writes; every process calls it (a sharded EMA is gathered)."""
@@ -312,6 +232,93 @@ class Checkpointer:
             with writing(f'the {name}/ export', tr.run_dir / name):
                 tr.lora.export(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
                                scheduler=flow_scheduler(tr.cfg.eval.shift))
+
+# %% ../nbs/07_train.ipynb #c1dd64db
+@patch
+def _write(self: Checkpointer, tr, folder: Path):
+    """The tensors of `tr.state_dict()`: accelerate's `save_state` (a sharded model's the same files, whole), the
+    EMA and every process's flow generator as safetensors."""
+    streams = GeneratorState(tr.generator).state_dict()['per_rank']       # every process's: a collective
+    if tr.sharded: ema = self._write_sharded(tr, folder)
+    else:
+        tr.accelerator.save_state(folder, safe_serialization=True)
+        ema = tr.ema.state_dict()
+    if not tr.is_main: return
+    save_ema_state(ema, folder / EMA_FILE)
+    save_streams(streams, folder / STREAMS_FILE)
+
+@patch
+def _write_sharded(self: Checkpointer, tr, folder: Path) -> dict:
+    "`save_state`'s files for a sharded model: gathered on every process first (collectives), written by rank 0."
+    model, optimizer = full_model_state(tr.unwrapped), full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
+    ema = {**tr.ema.state_dict(), 'shadow_params': [full_tensor(p).cpu() for p in tr.ema.shadow_params]}
+    rng = per_process(tr.rng_state())
+    if not tr.is_main: return ema
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(model, str(folder / 'model.safetensors'))
+    for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
+                      ('random_states.pkl', rng)]:
+        torch.save(obj, folder / name)
+    return ema
+
+@patch
+def _publish(self: Checkpointer, tr, tmp: Path, final: Path):
+    write_json_atomic(tmp / STATE_FILE, tr.checkpoint_state())
+    tr.callbacks('on_checkpoint_written', tr, tmp)
+    write_manifest(tmp)                                 # the last file written: from now on it is whole
+    publish_checkpoint(tmp, final, self.keep_last)
+
+# %% ../nbs/07_train.ipynb #a9c7e3cd
+def restore_global_rng(states: dict, accelerator):
+    "Take back the global random states accelerate's `save_state` wrote for this process, as its `load_state` does."
+    random.setstate(states['random_state'])
+    np.random.set_state(states['numpy_random_seed'])
+    torch.set_rng_state(states['torch_manual_seed'])
+    if torch.cuda.is_available(): torch.cuda.set_rng_state_all(states['torch_cuda_manual_seed'])
+    if 'step' in states: accelerator.step = states['step']
+
+@patch
+def load(self: Checkpointer, tr, path):
+    "Continue `tr` from the checkpoint at `path`, every part read safely (`Damaged` naming one that cannot be)."
+    path = Path(path)
+    parts = read_checkpoint(path, [p for p in RESUME_PARTS if p != 'model' or tr.sharded],
+                            tr.accelerator.process_index)
+    if tr.sharded: self._load_sharded(tr, parts)
+    else: self._load_whole(tr, path, parts)
+    GeneratorState(tr.generator).load_state_dict({'state': parts['streams'][0], 'per_rank': parts['streams']})
+    tr.repa.load_log_state(self._repa_log(path, parts['state']))
+    tr.load_state_dict({'progress': parts['state']})
+
+@patch
+def _load_whole(self: Checkpointer, tr, path: Path, parts: dict):
+    "What accelerate's `load_state` takes back, in its order (models, optimizer, schedule, random states); the EMA."
+    acc = tr.accelerator
+    models = list(acc._models)                          # the model, REPA's projector
+    for hook in acc._load_model_state_pre_hook.values():        # LoRA's: the adapters alone (06f_lora)
+        read_part(path, 'model.safetensors', lambda p: hook(models, str(path)))
+    for i, model in enumerate(models):
+        read_part(path, 'model.safetensors' if i == 0 else f'model_{i}.safetensors',
+                  lambda p: load_model(model, str(p), device='cpu'))
+    tr.optimizer.load_state_dict(parts['optimizer'])
+    tr.scheduler.load_state_dict(parts['scheduler'])
+    restore_global_rng(parts['rng'], acc)
+    tr.ema.load_state_dict(parts['ema'])
+    tr.ema.to(acc.device)                               # the shadow weights back where the parameters are
+
+@patch
+def _load_sharded(self: Checkpointer, tr, parts: dict):
+    "What `_write_sharded` wrote, each process taking its shards and its own random states."
+    load_full_state(tr.unwrapped, parts['model'], tr.optimizer.optimizer, parts['optimizer'])
+    tr.load_ema(parts['ema'])
+    tr.scheduler.load_state_dict(parts['scheduler'])
+    tr.load_state_dict({'rng': parts['rng'][process_rank()[0]]})
+
+@patch
+def _repa_log(self: Checkpointer, path: Path, state: dict):
+    "REPA's term log: in the state file, or in the pickle of a checkpoint written before that (None: no REPA)."
+    if 'repa_log' in state: return state['repa_log']
+    legacy = path / LEGACY_FILES['repa_log']
+    return read_part(path, legacy.name, load_pickle) if legacy.exists() else None
 
 # %% ../nbs/07_train.ipynb #e32ca4e1
 def mixed_precision(precision: str) -> str:
