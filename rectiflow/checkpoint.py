@@ -12,7 +12,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from diffusers import ModelMixin
 from diffusers.training_utils import EMAModel
-from .config import Config, ConfigError, RunFileWarning, save_config
+from .config import Config, ConfigError, RunFileWarning, RETIRED_SECTIONS, save_config
 
 # %% auto #0
 __all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'STATE_FILE', 'EMA_FILE',
@@ -490,10 +490,8 @@ RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_ma
                      'run.log_every', 'run.overwrite', 'run.out', 'data.num_workers', 'data.pin_memory',
                      'data.prefetch', 'data.persistent_workers', 'run.profile_steps', 'run.callbacks',
                      'eval.every', 'eval.sample_every', 'eval.n_samples', 'eval.sampler_margin',
-                     'checkpoint.save_every',
-                     'checkpoint.keep_last', 'debug.nan_at_step', 'debug.nan_rank', 'debug.checkpoint_delay',
-                     'debug.fail_checkpoint_at', 'debug.fail_export_at', 'debug.fail_record_at', 'debug.free_bytes',
-                     'run.compile', 'run.compile_backend', 'run.gradient_checkpointing', 'run.peak_tflops',
+                     'checkpoint.save_every', 'checkpoint.keep_last', 'run.compile', 'run.compile_backend',
+                     'run.gradient_checkpointing', 'run.peak_tflops',
                      'lora.merge_export', 'eval.quality_every', 'eval.quality_samples', 'eval.fd_encoder'}
 
 # %% ../nbs/06_checkpoint.ipynb #7f1eb2d1
@@ -513,7 +511,8 @@ def check_resumable(state: dict, cfg_dict: dict, fingerprint: str | None, num_pr
                     defaults: dict | None = None):
     """Raise `ConfigError` unless a run of `cfg_dict` may continue from checkpoint `state`; `defaults` (the config
     dict of the same task at every default) stands in for the fields a checkpoint written before them lacks."""
-    saved = with_added_fields(state['config'], defaults or {})
+    retired = {s: v for s, v in state['config'].items() if s not in RETIRED_SECTIONS}    # an older config's
+    saved = with_added_fields(retired, defaults or {})
     bad = [k for k in config_differences(saved, cfg_dict) if k not in RESUMABLE_CHANGES]
     if bad:
         s, f = bad[0].split('.')

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError', 'RunFileWarning',
-           'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
-           'EvalConfig', 'CheckpointConfig', 'DebugConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig',
-           'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of', 'save_config',
+__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError',
+           'RunFileWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig',
+           'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config',
+           'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of', 'save_config',
            'read_config_dict', 'apply_overrides', 'check', 'check_ranges', 'tracker_names', 'validate_config',
            'check_flow', 'number_arg']
 
@@ -171,19 +171,6 @@ class CheckpointConfig:
     save_every: int = ranged(400, gt=0)       # optimizer steps between checkpoints (one is also written at the end)
     keep_last: int = ranged(2, gt=0)          # step checkpoints kept; older ones are deleted
 
-# %% ../nbs/00_config.ipynb #9216f14f
-@dataclass
-class DebugConfig:
-    nan_at_step: int = ranged(0, ge=0)         # >0: poison the loss at this optimizer step (tests the non-finite path)
-    nan_rank: int = ranged(-1, ge=-1)          # ... on this process only (-1: on every process)
-    # seconds to pause inside a checkpoint write, before it is published (kill tests)
-    checkpoint_delay: float = ranged(0.0, ge=0)
-    fail_checkpoint_at: int = ranged(0, ge=0)  # >0: an ENOSPC error inside the checkpoint write at this step
-    fail_export_at: int = ranged(0, ge=0)      # >0: ... inside the first export written at or after this step
-    fail_record_at: int = ranged(0, ge=0)      # >0: ... while writing the metrics record of this step
-    # >0: the free disk space (bytes) the pre-flight space check believes, instead of measuring it
-    free_bytes: float = ranged(0.0, ge=0)
-
 # %% ../nbs/00_config.ipynb #46a4853b
 @dataclass
 class LoRAConfig:
@@ -219,9 +206,11 @@ class Config:
     ema: EMAConfig = field(default_factory=EMAConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    debug: DebugConfig = field(default_factory=DebugConfig)
     lora: LoRAConfig = field(default_factory=LoRAConfig)
     repa: REPAConfig = field(default_factory=REPAConfig)
+
+# %% ../nbs/00_config.ipynb #8eb42c29
+RETIRED_SECTIONS = ('debug',)
 
 # %% ../nbs/00_config.ipynb #64e655ad
 @dataclass
@@ -291,6 +280,7 @@ def _task_section(d, task_config):
 def config_from_dict(d: dict, task_config: type | None = None) -> Config:
     "Build a `Config` from a nested dict (as saved in config.json), strictly; the `task` section into `task_config`."
     if not isinstance(d, dict): raise ConfigError("A config file must hold a mapping of sections.")
+    d = {k: v for k, v in d.items() if k not in RETIRED_SECTIONS}
     hints = get_type_hints(Config)
     unknown = sorted(set(d) - set(hints))
     if unknown: raise ConfigError(f"Unknown config section {unknown[0]!r}; known sections: {', '.join(hints)}.")

@@ -21,6 +21,8 @@ LAYERS = (
     ('vae',),
     ('checkpoint', 'schedules', 'tracking'),               # run directory, exports, schedules and rules, trackers
     ('rundir', 'speed'),                                   # the run directory's guards; compile, checkpointing, FLOPs
+    ('callbacks',),                                        # the events a run sends to what watches or changes it
+    ('testing',),                                          # the fault injections a test process switches on
     ('lora',),                                             # low-rank adapters on a frozen base (peft)
     ('repa',),                                             # representation alignment: encoder, hook, projector
     ('task',),                                             # the Task interface

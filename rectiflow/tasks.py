@@ -15,7 +15,8 @@ from .data import DataInfo, fixed_subset
 from .checkpoint import evaluation_target, export_info, is_export, read_json, check_export
 from .lora import saved_models, exported_model
 from .task import Task
-from .train import (Callback, Trainer, evaluation_record, profile_steps, quality_figures, quality_passes,
+from .callbacks import Callback
+from .train import (Trainer, evaluation_record, profile_steps, quality_figures, quality_passes,
                              validation_seed)
 
 # %% auto #0

@@ -17,6 +17,7 @@ from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import DistributedType, broadcast_object_list
 from diffusers.training_utils import EMAModel
 from safetensors.torch import save_file, load_file, load_model
+from .callbacks import Callback, Callbacks
 from .config import Config, ConfigError, validate_config, config_to_dict, save_config, default_config_of
 from .data import make_loader, loader_options, fingerprint, fixed_subset
 from .models import n_params
@@ -39,50 +40,17 @@ from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointin
 from .rundir import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
                               check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
 from .cards import ModelCards
+from .testing import faults, fault_callbacks
 
 # %% auto #0
-__all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'Callback', 'Callbacks', 'batch_weight', 'score', 'validation_seed',
-           'evaluation_record', 'quality_passes', 'quality_due', 'quality_figures', 'truncate_metrics', 'RunLog',
-           'run_figures', 'Checkpointer', 'restore_global_rng', 'mixed_precision', 'stream_seeds', 'Trainer',
-           'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull',
-           'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
+__all__ = ['MACHINE_FIELDS', 'NonFiniteError', 'batch_weight', 'score', 'validation_seed', 'evaluation_record', 'quality_passes',
+           'quality_due', 'quality_figures', 'truncate_metrics', 'RunLog', 'run_figures', 'Checkpointer',
+           'restore_global_rng', 'mixed_precision', 'stream_seeds', 'Trainer', 'ProgressOutput', 'Heartbeat',
+           'TrackerOutput', 'default_callbacks', 'FrozenDraws', 'profiler_activities', 'operator_rows', 'profile_steps']
 
 # %% ../nbs/07_train.ipynb #380ac92e
 class NonFiniteError(RuntimeError):
     "The loss (or a gradient) became NaN or Inf."
-
-# %% ../nbs/07_train.ipynb #c4a1b002
-class Callback:
-    "A hook into the training loop: override the events you need; every default does nothing."
-    def on_fit_start(self, trainer): pass
-    # each micro-batch's loss: may return another
-    def on_loss(self, trainer, loss: torch.Tensor) -> torch.Tensor: return loss
-    def on_step_end(self, trainer): pass                        # after each optimizer step (and its train record)
-    def on_record(self, trainer, record: dict): pass            # every record appended to metrics.jsonl
-    def on_eval(self, trainer, record: dict): pass              # after each evaluation, its record
-    def on_checkpoint_written(self, trainer, path: Path): pass  # a checkpoint in `path`, not yet published
-    def on_export_written(self, trainer, name: str, path: Path): pass   # export `name` in `path`, not yet published
-    def on_strip_written(self, trainer, path: Path): pass       # a sample strip's PNG, written (rank 0)
-    def on_fit_end(self, trainer, end: dict | None): pass       # the last record (None: it failed); always called
-
-# %% ../nbs/07_train.ipynb #c4a1b004
-class Callbacks:
-    "A trainer's callbacks, called in order; `on_loss` only on those that define it (a step without them pays nothing)."
-    def __init__(self, callbacks=()):
-        self.items = list(callbacks)
-        changes_loss = lambda c: getattr(type(c), 'on_loss', Callback.on_loss) is not Callback.on_loss
-        self.loss_hooks = [c for c in self.items if changes_loss(c)]
-
-    def __call__(self, event: str, trainer, *args):
-        "Send `event` to every callback that has it."
-        for c in self.items:
-            hook = getattr(c, event, None)
-            if hook is not None: hook(trainer, *args)
-
-    def on_loss(self, trainer, loss: torch.Tensor) -> torch.Tensor:
-        "The loss after every callback that changes it."
-        for c in self.loss_hooks: loss = c.on_loss(trainer, loss)
-        return loss
 
 # %% ../nbs/07_train.ipynb #4a52d679
 def batch_weight(batch: dict) -> float:
@@ -359,7 +327,7 @@ class Trainer:
             resume, init_from = None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from')
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
         self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (06f_lora)
-        self.callbacks = Callbacks([*default_callbacks(cfg), *callbacks])
+        self.callbacks = Callbacks([*default_callbacks(), *callbacks])
         self.log = RunLog(self.run_dir, self.is_main)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last)
         self._build(model, objective)
@@ -792,7 +760,7 @@ class Trainer:
         export, ckpt = run_sizes(self.unwrapped)
         resumed = self.resume is not None
         have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
-        free = c.debug.free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or self.restart else 0)
+        free = faults().free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or self.restart else 0)
         check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
 
     def _log_step(self, loss, grad_norm):
@@ -907,46 +875,10 @@ class TrackerOutput(Callback):
     def on_strip_written(self, tr, path): self.tracker.log_strip(path, tr.step)
     def on_fit_end(self, tr, end): self.tracker.close()
 
-# %% ../nbs/07_train.ipynb #d7c0000a
-class PoisonLoss(Callback):
-    "Fault injection (`debug.nan_at_step`): the loss of optimizer step `step` made NaN, on process `rank` (-1: all)."
-    def __init__(self, step: int, rank: int = -1): self.at, self.rank = step, rank
-    def on_loss(self, tr, loss):
-        hit = tr.step + 1 == self.at and self.rank in (-1, tr.accelerator.process_index)
-        return loss * float('nan') if hit else loss
-
-class SlowCheckpoint(Callback):
-    "Fault injection (`debug.checkpoint_delay`): a pause inside every checkpoint write, before it is published."
-    def __init__(self, seconds: float): self.seconds = seconds
-    def on_checkpoint_written(self, tr, path): time.sleep(self.seconds)
-
-class DiskFull(Callback):
-    """Fault injection (`debug.fail_checkpoint_at`, `fail_export_at`, `fail_record_at`): a full disk inside
-    the checkpoint write of a step, the first export at or after a step, or a record of a step."""
-    def __init__(self, checkpoint_at: int = 0, export_at: int = 0, record_at: int = 0):
-        self.checkpoint_at, self.export_at, self.record_at = checkpoint_at, export_at, record_at
-
-    def on_checkpoint_written(self, tr, path):
-        if self.checkpoint_at and tr.step == self.checkpoint_at: raise disk_full(path / 'trainer_state.json')
-
-    def on_export_written(self, tr, name, path):
-        if not self.export_at or tr.step < self.export_at: return
-        self.export_at = 0
-        raise disk_full(path / 'model')
-
-    def on_record(self, tr, r):
-        if self.record_at and tr.is_main and tr.step == self.record_at: raise disk_full(tr.run_dir / 'metrics.jsonl')
-
 # %% ../nbs/07_train.ipynb #d7c0000d
-def default_callbacks(cfg: Config) -> list[Callback]:
-    "What every run has (progress, heartbeat, tracker, model cards) and the fault injections `cfg.debug` asks for."
-    cbs = [ProgressOutput(), Heartbeat(), TrackerOutput(), ModelCards()]
-    if cfg.debug.nan_at_step: cbs.append(PoisonLoss(cfg.debug.nan_at_step, cfg.debug.nan_rank))
-    if cfg.debug.checkpoint_delay: cbs.append(SlowCheckpoint(cfg.debug.checkpoint_delay))
-    d = cfg.debug
-    if d.fail_checkpoint_at or d.fail_export_at or d.fail_record_at:
-        cbs.append(DiskFull(d.fail_checkpoint_at, d.fail_export_at, d.fail_record_at))
-    return cbs
+def default_callbacks() -> list[Callback]:
+    "What every run has (progress, heartbeat, tracker, model cards), and the faults a test switched on (`06i_testing`)."
+    return [ProgressOutput(), Heartbeat(), TrackerOutput(), ModelCards(), *fault_callbacks()]
 
 # %% ../nbs/07_train.ipynb #1ecfe125
 class FrozenDraws(torch.utils.data.Dataset):

@@ -35,24 +35,30 @@ def free_port() -> int:
             return port
     raise RuntimeError('no free port below the ephemeral range')
 
-def main_in_process(*args, cwd=None) -> tuple[int, str, str]:
-    """`rectiflow ARGS` through the command's own `main`, in this interpreter: `(exit code, stdout, stderr)`.
-    For the many bad-input cases, which each cost a process start (the imports: seconds) as a subprocess; a few
-    subprocess cases beside them check that a fresh process prints nothing else."""
+def fault_env(**faults) -> dict:
+    "The environment that switches the tests' `faults` on for a command a test starts (`rectiflow.testing`)."
+    from rectiflow.testing import FAULTS_ENV
+    return {FAULTS_ENV: ','.join(f'{k}={v}' for k, v in faults.items())}
+
+def main_in_process(*args, cwd=None, faults=None) -> tuple[int, str, str]:
+    """`rectiflow ARGS` through the command's own `main`, in this interpreter: `(exit code, stdout, stderr)`, with the
+    tests' `faults` (a dict) switched on. For the many bad-input cases, which each cost a process start (the imports:
+    seconds) as a subprocess; a few subprocess cases beside them check that a fresh process prints nothing else."""
     from rectiflow.cli import main
+    from rectiflow.testing import injected
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
     try:
         if cwd is not None: os.chdir(cwd)
-        with redirect_stdout(out), redirect_stderr(err):
+        with redirect_stdout(out), redirect_stderr(err), injected(**(faults or {})):
             try: code = main([str(a) for a in args])
             except SystemExit as e: code = e.code
     finally: os.chdir(here)
     return code, out.getvalue(), err.getvalue()
 
-def cli_in_process(*args, cwd=None) -> SimpleNamespace:
+def cli_in_process(*args, cwd=None, faults=None) -> SimpleNamespace:
     """`run_cli`'s answer (returncode, stdout, stderr) from `main_in_process`: for a test's later commands, whose
     process start (seconds of imports) its first command, run as a user runs it, has already shown."""
-    code, out, err = main_in_process(*args, cwd=cwd)
+    code, out, err = main_in_process(*args, cwd=cwd, faults=faults)
     return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 def built_once(name: str, tmp_path_factory, build) -> Path:

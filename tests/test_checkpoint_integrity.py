@@ -6,7 +6,7 @@ line or a warning."""
 import json, os, pickle, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
-from conftest import main_in_process, copy_run, records, final_weights, run_cli, TINY_MOONS
+from conftest import main_in_process, copy_run, records, final_weights, fault_env, TINY_MOONS
 from rectiflow.checkpoint import write_manifest, MANIFEST
 from rectiflow.train import run_figures
 
@@ -138,8 +138,8 @@ def test_a_checkpoint_written_before_manifests_is_still_read_with_a_warning(tiny
 def test_a_run_killed_before_its_first_checkpoint_is_begun_again_by_resume(tiny_run, tmp_path, one_thread):
     run = tmp_path / 'run'
     # every checkpoint write pauses inside its temporary folder: the kill lands before the first is published
-    command = ['train', *TINY, '--out', run, '--debug.checkpoint_delay', '1']
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
+    command = ['train', *TINY, '--out', run]
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **fault_env(checkpoint_delay=1)}
     proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *map(str, command)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300

@@ -2,7 +2,7 @@
 import json, sys
 from pathlib import Path
 import pytest, torch
-from conftest import run_cli, free_port, TINY_MOONS, BIN, final_weights, records, cli_in_process
+from conftest import run_cli, free_port, fault_env, TINY_MOONS, BIN, final_weights, records, cli_in_process
 from rectiflow.schedules import warmup_cosine_lr
 
 def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
@@ -111,7 +111,7 @@ def test_two_nodes_on_loopback(tmp_path):
 def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
     # rank 1 alone sees a NaN loss at step 15: the all-reduced gradients carry it to rank 0, and both stop together
     run = tmp_path / 'run'
-    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run, '--debug.nan_at_step', '15', '--debug.nan_rank', '1',
+    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run, env=fault_env(nan_at_step=15, nan_rank=1),
                 launcher=[str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2'], timeout=300)
     assert p.returncode != 0 and p.stderr.count('rectiflow: training stopped: Non-finite gradient norm at step 14') == 2, p.stderr[-3000:]
     info = json.loads((run / 'run_info.json').read_text())

@@ -5,7 +5,7 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli
+from conftest import run_cli, fault_env
 from rectiflow.train import run_figures
 
 TASK = 'yourpkg.core:Bars'
@@ -65,7 +65,8 @@ skip_procs =
 # Tens of steps on small data: these tests check the plumbing, not the quality.
 TINY = ['--no-progress', '--steps', '60', '--task.n_train', '512', '--task.n_val', '64', '--run.log_every', '10',
         '--eval.every', '20', '--eval.sample_every', '30', '--eval.val_items', '64', '--eval.n_samples', '60',
-        '--checkpoint.save_every', '10', '--debug.checkpoint_delay', '0.2']
+        '--checkpoint.save_every', '10']
+SLOW_CHECKPOINTS = {'checkpoint_delay': 0.2}      # a window for the signal tests
 
 def notebook(cells: list[tuple[str, str]]) -> dict:
     "An nbformat-4 notebook of (kind, source) cells."
@@ -175,7 +176,8 @@ def test_sigterm_stops_exits_0_and_resume_is_bit_identical(trained):
     a, _ = trained
     b = a.parent / 'stopped'
     proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', '--task', TASK, *TINY, '--out', str(b)],
-                            cwd=a.parent, env={**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'},
+                            cwd=a.parent, env={**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg',
+                                               **fault_env(**SLOW_CHECKPOINTS)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (b / 'checkpoints' / 'step_000010').exists():

@@ -3,7 +3,7 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, main_in_process, copy_run, TINY_MOONS, cli_in_process
+from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process
 from rectiflow.train import run_figures
 from rectiflow.rundir import read_holder
 from rectiflow.checkpoint import write_manifest
@@ -71,8 +71,8 @@ def test_resume_without_checkpoint_is_refused(tmp_path):
     code, _, err = main_in_process('train', '--resume', tmp_path)
     assert code == 2 and 'No checkpoint to resume' in err
 
-def _start(run, *extra):
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
+def _start(run, *extra, faults=None):
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **fault_env(**(faults or {}))}
     return subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *map(str, RUN), '--out', str(run), *map(str, extra)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -102,7 +102,7 @@ def test_sigterm_checkpoints_exits_0_and_resumes_bit_identically(tmp_path, strai
 
 def test_nan_fails_nonzero_and_keeps_the_last_good_checkpoint(tmp_path):
     run = tmp_path / 'run'
-    p = run_cli('train', *RUN, '--out', run, '--debug.nan_at_step', '120')
+    p = run_cli('train', *RUN, '--out', run, env=fault_env(nan_at_step=120))
     assert p.returncode not in (0, 2) and 'Non-finite loss' in p.stderr and 'Traceback' not in p.stderr
     info = json.loads((run / 'run_info.json').read_text())
     assert info['status'] == 'failed' and 'NonFiniteError' in info['reason']
@@ -126,7 +126,7 @@ def test_killed_at_five_moments_including_mid_checkpoint_still_bit_identical(tmp
                lambda: any(ck.glob('.tmp_step_0002*')),
                lambda: (ck / 'step_000250').exists()]
     for i, moment in enumerate(moments):
-        proc = _start(b, *(['--resume'] if i else []), '--debug.checkpoint_delay', '0.3')
+        proc = _start(b, *(['--resume'] if i else []), faults={'checkpoint_delay': 0.3})
         deadline = time.time() + 300
         while not moment():
             assert proc.poll() is None and time.time() < deadline, f'moment {i}: run ended first ({proc.stderr.read()[-2000:]})'
@@ -162,3 +162,21 @@ def test_init_from_starts_a_new_run_from_trained_weights(tmp_path):
     assert json.loads((b / 'run_info.json').read_text())['init_from'].endswith('step_000060')
     code, _, err = main_in_process('train', *args, '--out', tmp_path / 'c', '--init-from', a, '--task.channels', '64')
     assert code == 2 and 'model config' in err
+
+def test_a_runs_config_holds_no_fault_injection_and_one_with_the_old_debug_section_resumes(tiny_run, tmp_path):
+    assert 'debug' not in json.loads((tiny_run / 'config.json').read_text())
+    run = copy_run(tiny_run, tmp_path / 'run')                 # as a run written when the faults were a config section
+    old = {'nan_at_step': 0, 'nan_rank': -1, 'checkpoint_delay': 0.0, 'fail_checkpoint_at': 0, 'free_bytes': 0.0}
+    config = json.loads((run / 'config.json').read_text())
+    (run / 'config.json').write_text(json.dumps({**config, 'debug': old}))
+    for ckpt in (run / 'checkpoints').glob('step_*'):
+        state = json.loads((ckpt / 'trainer_state.json').read_text())
+        state['config']['debug'] = old
+        (ckpt / 'trainer_state.json').write_text(json.dumps(state))
+        write_manifest(ckpt)
+    code, out, err = main_in_process('evaluate', run / 'checkpoints' / 'step_000010', '--json')
+    assert code == 0 and json.loads(out)['step'] == 10, err
+    code, _, err = main_in_process('train', '--resume', run / 'checkpoints' / 'step_000010', '--no-progress')
+    assert code == 0, err
+    code, _, err = main_in_process('train', '--resume', '--out', run, '--steps', '30', '--no-progress')
+    assert code == 0, err

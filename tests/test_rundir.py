@@ -5,7 +5,7 @@ the memory figures in the records."""
 import json, os, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
-from conftest import main_in_process, copy_run, lock_held, records, final_weights, TINY_MOONS
+from conftest import main_in_process, copy_run, lock_held, records, final_weights, fault_env, TINY_MOONS
 from rectiflow.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
 from rectiflow.rundir import read_holder
 from rectiflow.train import run_figures
@@ -32,8 +32,8 @@ def test_a_second_writer_of_each_kind_refuses_while_a_run_trains(tmp_path):
     run = tmp_path / 'run'
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
     first = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *TINY_MOONS, '--steps', '40',
-                              '--checkpoint.save_every', '10', '--debug.checkpoint_delay', '2', '--out', str(run)],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              '--checkpoint.save_every', '10', '--out', str(run)],
+                             env={**env, **fault_env(checkpoint_delay=2)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     while not (run / 'checkpoints' / 'step_000010').exists():
         assert first.poll() is None and time.time() < deadline, first.communicate()[1][-2000:]
@@ -73,19 +73,19 @@ def test_sample_and_encode_refuse_a_directory_another_process_writes_and_take_it
     assert read_holder(run)['pid'] == os.getpid()
 
 @pytest.mark.parametrize('knob,what', [
-    ('--debug.fail_checkpoint_at', 'could not write checkpoint step_000020 ('),
-    ('--debug.fail_export_at', 'could not write the '),                 # best/ (if step 20 is a new best) or final/
-    ('--debug.fail_record_at', 'could not write the record of step 20 ('),
+    ('fail_checkpoint_at', 'could not write checkpoint step_000020 ('),
+    ('fail_export_at', 'could not write the '),                         # best/ (if step 20 is a new best) or final/
+    ('fail_record_at', 'could not write the record of step 20 ('),
 ])
 def test_a_write_fault_is_one_line_exit_5_and_resume_ends_bit_identical(tiny_run, tmp_path, one_thread, knob, what):
     run = tmp_path / 'run'
-    code, _, err = main_in_process('train', *TINY, '--out', run, knob, '20')
+    code, _, err = main_in_process('train', *TINY, '--out', run, faults={knob: 20})
     assert code == 5 and one_line(err) and err.startswith('rectiflow: write failed: ' + what), err
     assert 'No space left on device' in err and 'free there' in err
     assert temporaries(run) == [] and json.loads((run / 'run_info.json').read_text())['status'] == 'failed'
     ckpts = checkpoint_dirs(run)
     assert ckpts and ckpts[0].name == 'step_000010' and all(check_checkpoint(c, RESUME_PARTS) for c in ckpts)
-    code, _, err = main_in_process('train', '--resume', '--out', run, '--no-progress', knob, '0')
+    code, _, err = main_in_process('train', '--resume', '--out', run, '--no-progress')
     assert code == 0, err
     same_run(run, tiny_run)
 
@@ -99,7 +99,7 @@ def test_a_full_tmpfs_is_one_line_exit_5_and_resume_after_freeing_space_ends_bit
                                  'test the same path')
     try:
         run = disk / 'run'                 # 9 MB: one checkpoint (5.6 MB) and the exports fit, the second does not
-        code, _, err = main_in_process('train', *TINY, '--out', run, '--debug.free_bytes', '1e9')
+        code, _, err = main_in_process('train', *TINY, '--out', run, faults={'free_bytes': 1e9})
         assert code == 5 and one_line(err) and 'No space left on device' in err, err
         assert temporaries(run) == []
         ckpts = checkpoint_dirs(run)
@@ -112,7 +112,7 @@ def test_a_full_tmpfs_is_one_line_exit_5_and_resume_after_freeing_space_ends_bit
 
 def test_a_disk_too_small_for_the_run_is_refused_before_training(tmp_path):
     run = tmp_path / 'run'
-    code, _, err = main_in_process('train', *TINY, '--out', run, '--debug.free_bytes', '1e6')
+    code, _, err = main_in_process('train', *TINY, '--out', run, faults={'free_bytes': 1e6})
     assert code == 2 and one_line(err) and 'Not enough disk space: this run needs about' in err, err
     assert '976.6 KB is free' in err and 'lower checkpoint.keep_last' in err
     assert not (run / 'metrics.jsonl').exists() and not (run / 'checkpoints').exists()

@@ -9,7 +9,7 @@ from conftest import TINY_MOONS, cli_in_process, records
 from rectiflow.tracking import read_tensorboard, read_trackio, read_wandb, strip_caption
 
 TRACKED = [*TINY_MOONS, '--steps', '20', '--eval.sample_every', '10', '--gates', 'data',
-           '--run.tracker', 'tensorboard,trackio,wandb', '--debug.nan_at_step', '20']
+           '--run.tracker', 'tensorboard,trackio,wandb']
 
 @pytest.fixture(scope='module')
 def tracked(tmp_path_factory):
@@ -22,7 +22,7 @@ def tracked(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         for name in ('WANDB_MODE', 'TRACKIO_DIR', 'WANDB_DIR'): mp.delenv(name, raising=False)
         before = {p.pid for p in me.children(recursive=True)}
-        p = cli_in_process('train', *TRACKED, '--out', run)
+        p = cli_in_process('train', *TRACKED, '--out', run, faults={'nan_at_step': 20})
         after = {p.pid for p in me.children(recursive=True)}
     assert p.returncode == 3 and 'training stopped' in p.stderr, p.stderr
     return run, before, after, store, trackio.utils.TRACKIO_DIR
