@@ -14,6 +14,7 @@ from torch.utils.data import Dataset, default_collate
 import matplotlib.pyplot as plt
 from diffusers import ModelMixin, ConfigMixin, UNet2DModel
 from diffusers.configuration_utils import register_to_config
+from fastcore.basics import patch
 from .config import Config, ConfigError, EvalConfig, ScheduleConfig, check, ranged
 from .data import DataInfo
 from .embedded import digits_split
@@ -279,18 +280,6 @@ class FillerTask(Task):
               "task.channels must name at least one level and task.layers be positive.")
         return cfg
 
-    def make_datasets(self): return filler_datasets(self.cfg.run.seed, self.opts.val_fraction)
-
-    def make_model(self) -> FillerNet:
-        "A `FillerNet` for the data's bands and size, initialised from `run.seed` whatever the global RNG."
-        o = self.opts
-        with torch.random.fork_rng():
-            torch.manual_seed(self.cfg.run.seed)
-            return FillerNet(n_bands=len(self.names), sample_size=self.info.shape[-1], channels=tuple(o.channels),
-                             layers_per_block=o.layers)
-
-    def make_objective(self) -> FillerObjective: return FillerObjective()
-
     @property
     def names(self) -> tuple: return tuple(self.info.extra['bands'])
 
@@ -300,33 +289,56 @@ class FillerTask(Task):
         o = self.make_objective()
         return o.threshold, o.gamma
 
-    def figures(self, pred, batch) -> dict:
-        "Display PSNR of predictions `pred` of `batch` (per band and averaged)."
-        return display_psnr(pred, batch['x1'].cpu(), batch['lost'].cpu(), self.names, *self.display)
+# %% ../nbs/10_filler.ipynb #5020ab75
+@patch
+def make_datasets(self: FillerTask): return filler_datasets(self.cfg.run.seed, self.opts.val_fraction)
 
-    def strip_batch(self, val_ds) -> dict:
-        # from the items: `val_ds` may be a wrapper
-        lost = torch.stack([val_ds[i]['lost'] for i in range(len(val_ds))])
-        idx = [i for k in range(len(self.names)) for i in (lost == k).nonzero().flatten()[:self.per_band].tolist()]
-        return default_collate([val_ds[i] for i in idx])
+@patch
+def make_model(self: FillerTask) -> FillerNet:
+    "A `FillerNet` for the data's bands and size, initialised from `run.seed` whatever the global RNG."
+    o = self.opts
+    with torch.random.fork_rng():
+        torch.manual_seed(self.cfg.run.seed)
+        return FillerNet(n_bands=len(self.names), sample_size=self.info.shape[-1], channels=tuple(o.channels),
+                         layers_per_block=o.layers)
 
-    def sample(self, model, batch: dict, seed: int = 0, e: EvalConfig | None = None) -> torch.Tensor:
-        return predict(model, batch)
+@patch
+def make_objective(self: FillerTask) -> FillerObjective: return FillerObjective()
 
-    def strip_figure(self, samples, batch, title=''):
-        return filler_strip({k: v.cpu() for k, v in batch.items()}, samples, self.names, *self.display, title)
+@patch
+def figures(self: FillerTask, pred, batch) -> dict:
+    "Display PSNR of predictions `pred` of `batch` (per band and averaged)."
+    return display_psnr(pred, batch['x1'].cpu(), batch['lost'].cpu(), self.names, *self.display)
 
-    def validation(self, model, batch: dict) -> dict: return self.figures(predict(model, batch), batch)
+@patch
+def strip_batch(self: FillerTask, val_ds) -> dict:
+    # from the items: `val_ds` may be a wrapper
+    lost = torch.stack([val_ds[i]['lost'] for i in range(len(val_ds))])
+    idx = [i for k in range(len(self.names)) for i in (lost == k).nonzero().flatten()[:self.per_band].tolist()]
+    return default_collate([val_ds[i] for i in idx])
 
-    def final_quality(self, model, e: EvalConfig | None = None) -> dict:
-        "PSNR on the whole validation set, beside the untrained floor and the mean-of-visible baseline."
-        batch = default_collate([self.val_ds[i] for i in range(len(self.val_ds))])
-        rec = self.figures(predict(model, batch), batch)
-        rec['psnr_mean_visible'] = self.figures(mean_visible(batch), batch)['psnr']
-        rec['psnr_floor'] = self.figures(predict(self.make_model(), batch), batch)['psnr']
-        rec['psnr_gain_db'] = rec['psnr'] - rec['psnr_floor']
-        return {**rec, 'n_items': len(batch['x1'])}
+@patch
+def sample(self: FillerTask, model, batch: dict, seed: int = 0, e: EvalConfig | None = None) -> torch.Tensor:
+    return predict(model, batch)
 
-    def summary(self, final: dict) -> list[str]:
-        gain = final['psnr'] - final['psnr_floor']
-        return [f"PSNR {final['psnr']:.2f} dB vs untrained floor {final['psnr_floor']:.2f} dB (+{gain:.2f} dB)"]
+@patch
+def strip_figure(self: FillerTask, samples, batch, title=''):
+    return filler_strip({k: v.cpu() for k, v in batch.items()}, samples, self.names, *self.display, title)
+
+@patch
+def validation(self: FillerTask, model, batch: dict) -> dict: return self.figures(predict(model, batch), batch)
+
+@patch
+def final_quality(self: FillerTask, model, e: EvalConfig | None = None) -> dict:
+    "PSNR on the whole validation set, beside the untrained floor and the mean-of-visible baseline."
+    batch = default_collate([self.val_ds[i] for i in range(len(self.val_ds))])
+    rec = self.figures(predict(model, batch), batch)
+    rec['psnr_mean_visible'] = self.figures(mean_visible(batch), batch)['psnr']
+    rec['psnr_floor'] = self.figures(predict(self.make_model(), batch), batch)['psnr']
+    rec['psnr_gain_db'] = rec['psnr'] - rec['psnr_floor']
+    return {**rec, 'n_items': len(batch['x1'])}
+
+@patch
+def summary(self: FillerTask, final: dict) -> list[str]:
+    gain = final['psnr'] - final['psnr_floor']
+    return [f"PSNR {final['psnr']:.2f} dB vs untrained floor {final['psnr_floor']:.2f} dB (+{gain:.2f} dB)"]

@@ -12,6 +12,7 @@ from torch.utils.data import Dataset
 from diffusers import AutoencoderKL
 from safetensors import safe_open
 from safetensors.torch import save_file, load_file
+from fastcore.basics import patch
 from .config import Config, ConfigError, FlowConfig, check, ranged
 from .data import DataInfo, TensorItems, fingerprint
 from .embedded import digits_split
@@ -253,14 +254,6 @@ class LatentDigitsTask(Task):
               f"The latent-digits task needs an image model: task.model dit or unet, not {o.model!r}.")
         return cfg
 
-    # --- data, and what the latents mean
-    def make_datasets(self):
-        o = self.opts
-        train, val, info = latent_datasets(o.vae, o.latent_cache or None, self.cfg.run.seed, o.val_fraction)
-        if self._stats is not None: train.stats.load(self._stats.to_dict())   # a checkpoint's came first
-        self._stats = train.stats
-        return train, val, info
-
     @property
     def stats(self) -> LatentStats:
         "What latents are normalised with (shared with the datasets): the train latents' statistics, or a checkpoint's."
@@ -278,55 +271,74 @@ class LatentDigitsTask(Task):
         if self._encoder is None: self._encoder = encoder_fingerprint(self.vae)
         return self._encoder
 
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        "Digits in [-1, 1] of normalised latents `z`, decoded on the CPU."
-        return decode_latents(self.vae, z, self.stats, batch_size=256)
+# %% ../nbs/09_latents.ipynb #f9481667
+@patch
+def make_datasets(self: LatentDigitsTask):
+    o = self.opts
+    train, val, info = latent_datasets(o.vae, o.latent_cache or None, self.cfg.run.seed, o.val_fraction)
+    if self._stats is not None: train.stats.load(self._stats.to_dict())   # a checkpoint's came first
+    self._stats = train.stats
+    return train, val, info
 
-    # --- learning
-    def make_model(self) -> torch.nn.Module:
-        "The velocity model for items of the latent shape, initialised from `run.seed` whatever the global RNG."
-        o = self.opts
-        with torch.random.fork_rng():
-            torch.manual_seed(self.cfg.run.seed)
-            return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads)
+@patch
+def decode(self: LatentDigitsTask, z: torch.Tensor) -> torch.Tensor:
+    "Digits in [-1, 1] of normalised latents `z`, decoded on the CPU."
+    return decode_latents(self.vae, z, self.stats, batch_size=256)
 
-    # --- samples
-    def strip_batch(self, val_ds) -> dict:
-        "The digits strip's held-out latents, with their pixels for the REAL row."
-        b = digits_strip_batch(val_ds, self.per_class)
-        return {**b, 'image': digits_strip_batch(TensorItems(val_ds.images, val_ds.cond), self.per_class)['x1']}
+# %% ../nbs/09_latents.ipynb #85c5ac11
+@patch
+def make_model(self: LatentDigitsTask) -> torch.nn.Module:
+    "The velocity model for items of the latent shape, initialised from `run.seed` whatever the global RNG."
+    o = self.opts
+    with torch.random.fork_rng():
+        torch.manual_seed(self.cfg.run.seed)
+        return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads)
 
-    def strip_figure(self, samples, batch, title=''):
-        return read_digit_strip({**batch, 'x1': batch['image']}, self.decode(samples), self.cfg.run.seed, title)
+# %% ../nbs/09_latents.ipynb #f6ee6ce8
+@patch
+def strip_batch(self: LatentDigitsTask, val_ds) -> dict:
+    "The digits strip's held-out latents, with their pixels for the REAL row."
+    b = digits_strip_batch(val_ds, self.per_class)
+    return {**b, 'image': digits_strip_batch(TensorItems(val_ds.images, val_ds.cond), self.per_class)['x1']}
 
-    def sample_batch(self, n: int | None = None, cond=None) -> dict:
-        "`n` latents to sample (default 100) spread evenly over the ten classes, or one per label of `cond`."
-        if cond is None: cond = torch.arange(10).repeat(max(1, (n or 100) // 10))
-        cond = torch.as_tensor(cond, dtype=torch.long)
-        return {'x1': torch.zeros(len(cond), *self.info.shape), 'cond': cond}
+@patch
+def strip_figure(self: LatentDigitsTask, samples, batch, title=''):
+    return read_digit_strip({**batch, 'x1': batch['image']}, self.decode(samples), self.cfg.run.seed, title)
 
-    def sample_figure(self, samples, batch):
-        "A grid of the decoded digits, ten to a row: a column per class."
-        return sample_grid(self.decode(samples), 10)
+@patch
+def sample_batch(self: LatentDigitsTask, n: int | None = None, cond=None) -> dict:
+    "`n` latents to sample (default 100) spread evenly over the ten classes, or one per label of `cond`."
+    if cond is None: cond = torch.arange(10).repeat(max(1, (n or 100) // 10))
+    cond = torch.as_tensor(cond, dtype=torch.long)
+    return {'x1': torch.zeros(len(cond), *self.info.shape), 'cond': cond}
 
-    # --- figures
-    def quality(self, sample_fn) -> dict:
-        "The digits figures (`08_flow`) of the decoded samples."
-        decoded = lambda cond, n, seed: self.decode(sample_fn(cond, n, seed))
-        return digits_quality(decoded, self.cfg.eval.n_samples, self.cfg.run.seed)
+@patch
+def sample_figure(self: LatentDigitsTask, samples, batch):
+    "A grid of the decoded digits, ten to a row: a column per class."
+    return sample_grid(self.decode(samples), 10)
 
-    def summary(self, final: dict) -> list[str]: return digits_summary(final, self.cfg.eval)
+# %% ../nbs/09_latents.ipynb #576b2087
+@patch
+def quality(self: LatentDigitsTask, sample_fn) -> dict:
+    "The digits figures (`08_flow`) of the decoded samples."
+    decoded = lambda cond, n, seed: self.decode(sample_fn(cond, n, seed))
+    return digits_quality(decoded, self.cfg.eval.n_samples, self.cfg.run.seed)
 
-    # --- state
-    def state_dict(self) -> dict:
-        return {'latents': {**self.stats.to_dict(), 'encoder': self.encoder, 'vae': self.opts.vae}}
+@patch
+def summary(self: LatentDigitsTask, final: dict) -> list[str]: return digits_summary(final, self.cfg.eval)
 
-    def load_state_dict(self, state: dict):
-        d = state.get('latents')
-        if not d: return
-        if d.get('encoder') and d['encoder'] != self.encoder:
-            raise ConfigError(f"The checkpoint's model was trained on the latents of another encoder "
-                              f"({d['encoder']}, VAE {d.get('vae')}); this run's VAE encodes differently "
-                              f"({self.encoder}); use the same VAE (or one with only its decoder changed).")
-        if self._stats is None: self._stats = LatentStats.from_dict(d)
-        else: self._stats.load(d)
+# %% ../nbs/09_latents.ipynb #a229f734
+@patch
+def state_dict(self: LatentDigitsTask) -> dict:
+    return {'latents': {**self.stats.to_dict(), 'encoder': self.encoder, 'vae': self.opts.vae}}
+
+@patch
+def load_state_dict(self: LatentDigitsTask, state: dict):
+    d = state.get('latents')
+    if not d: return
+    if d.get('encoder') and d['encoder'] != self.encoder:
+        raise ConfigError(f"The checkpoint's model was trained on the latents of another encoder "
+                          f"({d['encoder']}, VAE {d.get('vae')}); this run's VAE encodes differently "
+                          f"({self.encoder}); use the same VAE (or one with only its decoder changed).")
+    if self._stats is None: self._stats = LatentStats.from_dict(d)
+    else: self._stats.load(d)

@@ -15,6 +15,7 @@ from diffusers import ModelMixin, ConfigMixin
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
+from fastcore.basics import patch
 from .config import Config, ConfigError, EvalConfig, FlowConfig, ScheduleConfig, check, ranged
 from .data import DataInfo, pad_collate, BucketBatchSampler, item_sizes
 from .embedded import digits_split
@@ -169,42 +170,46 @@ class LineTransformer(ModelMixin, ConfigMixin):
         nn.init.zeros_(self.proj_out.weight)
         nn.init.zeros_(self.proj_out.bias)
 
-    def to_tokens(self, x):
-        "(B,1,H,W) images as (B, W/patch, H*patch) column patches."
-        B, _, H, W = x.shape
-        p = self.config.patch
-        return x.reshape(B, H, W // p, p).permute(0, 2, 1, 3).reshape(B, W // p, H * p)
+# %% ../nbs/11_lines.ipynb #e9199635
+@patch
+def to_tokens(self: LineTransformer, x):
+    "(B,1,H,W) images as (B, W/patch, H*patch) column patches."
+    B, _, H, W = x.shape
+    p = self.config.patch
+    return x.reshape(B, H, W // p, p).permute(0, 2, 1, 3).reshape(B, W // p, H * p)
 
-    def to_image(self, tokens, height: int):
-        "Column patches (B, N, H*patch) back to (B,1,H,N*patch) images."
-        B, N, _ = tokens.shape
-        p = self.config.patch
-        return tokens.reshape(B, N, height, p).permute(0, 2, 1, 3).reshape(B, 1, height, N * p)
+@patch
+def to_image(self: LineTransformer, tokens, height: int):
+    "Column patches (B, N, H*patch) back to (B,1,H,N*patch) images."
+    B, N, _ = tokens.shape
+    p = self.config.patch
+    return tokens.reshape(B, N, height, p).permute(0, 2, 1, 3).reshape(B, 1, height, N * p)
 
-    def forward(self, x_t, t, content, style, mask=None, drop_content=None, drop_style=None):
-        """Velocity (B,1,8,W); `content` (B,>=W/8) tokens, `style` (B,1,8,32), `mask` (B,1,1,W);
-        `drop_*` (B,) bool: use the nulls."""
-        B, _, H, W = x_t.shape
-        if W % self.config.pitch:
-            raise ValueError(f"A line's width must be a multiple of {self.config.pitch}, got {W}.")
-        if drop_content is not None:
-            content = torch.where(drop_content.to(content.device)[:, None],
-                                  torch.full_like(content, self.config.n_chars), content)
-        n_tok, slot = (W // self.config.patch,
-                       torch.arange(W // self.config.patch, device=x_t.device) * self.config.patch // self.config.pitch)
-        h = (self.patch_in(self.to_tokens(x_t)) + self.pos(torch.arange(n_tok, device=x_t.device))
-             + self.chars(content[:, slot]))
-        s = self.style_encoder(style.to(h.dtype))
-        if drop_style is not None: s = torch.where(drop_style.to(s.device)[:, None], self.null_style.to(s.dtype), s)
-        c = self.time_embed(self.time_proj(t * 1000).to(h.dtype)) + s
-        bias = None
-        if mask is not None:
-            keep = mask.reshape(B, -1)[:, ::self.config.patch] > 0.5
-            bias = torch.zeros(B, 1, n_tok, dtype=h.dtype, device=h.device).masked_fill(~keep[:, None], -1e9)
-        mod = self.adaln(c)
-        for block in self.blocks: h = block(h, attention_mask=bias, timestep=mod)
-        shift, scale = self.mod_out(c)[:, None].chunk(2, -1)
-        return self.to_image(self.proj_out(self.norm_out(h) * (1 + scale) + shift), H)
+@patch
+def forward(self: LineTransformer, x_t, t, content, style, mask=None, drop_content=None, drop_style=None):
+    """Velocity (B,1,8,W); `content` (B,>=W/8) tokens, `style` (B,1,8,32), `mask` (B,1,1,W);
+    `drop_*` (B,) bool: use the nulls."""
+    B, _, H, W = x_t.shape
+    if W % self.config.pitch:
+        raise ValueError(f"A line's width must be a multiple of {self.config.pitch}, got {W}.")
+    if drop_content is not None:
+        content = torch.where(drop_content.to(content.device)[:, None],
+                              torch.full_like(content, self.config.n_chars), content)
+    n_tok, slot = (W // self.config.patch,
+                   torch.arange(W // self.config.patch, device=x_t.device) * self.config.patch // self.config.pitch)
+    h = (self.patch_in(self.to_tokens(x_t)) + self.pos(torch.arange(n_tok, device=x_t.device))
+         + self.chars(content[:, slot]))
+    s = self.style_encoder(style.to(h.dtype))
+    if drop_style is not None: s = torch.where(drop_style.to(s.device)[:, None], self.null_style.to(s.dtype), s)
+    c = self.time_embed(self.time_proj(t * 1000).to(h.dtype)) + s
+    bias = None
+    if mask is not None:
+        keep = mask.reshape(B, -1)[:, ::self.config.patch] > 0.5
+        bias = torch.zeros(B, 1, n_tok, dtype=h.dtype, device=h.device).masked_fill(~keep[:, None], -1e9)
+    mod = self.adaln(c)
+    for block in self.blocks: h = block(h, attention_mask=bias, timestep=mod)
+    shift, scale = self.mod_out(c)[:, None].chunk(2, -1)
+    return self.to_image(self.proj_out(self.norm_out(h) * (1 + scale) + shift), H)
 
 # %% ../nbs/11_lines.ipynb #eaa95d4c
 @dataclass
@@ -395,77 +400,91 @@ class LinesTask(Task):
               f"task.width {o.width} must be divisible by task.heads {o.heads}.")
         return cfg
 
-    def make_datasets(self):
-        o = self.opts
-        return lines_datasets(self.cfg.run.seed, o.n_train, o.n_val, o.val_fraction)
+# %% ../nbs/11_lines.ipynb #afc95754
+@patch
+def make_datasets(self: LinesTask):
+    o = self.opts
+    return lines_datasets(self.cfg.run.seed, o.n_train, o.n_val, o.val_fraction)
 
-    def collate(self, items: list) -> dict: return collate_lines(items)
+@patch
+def collate(self: LinesTask, items: list) -> dict: return collate_lines(items)
 
-    def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
-        return line_batch_sampler(ds, batch_size, seed, rank, world)
+@patch
+def batch_sampler(self: LinesTask, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
+    return line_batch_sampler(ds, batch_size, seed, rank, world)
 
-    def make_model(self) -> LineTransformer:
-        "The line transformer, initialised from `run.seed` whatever the state of torch's global generator."
-        o = self.opts
-        with torch.random.fork_rng():
-            torch.manual_seed(self.cfg.run.seed)
-            return LineTransformer(width=o.width, layers=o.layers, heads=o.heads)
+@patch
+def make_model(self: LinesTask) -> LineTransformer:
+    "The line transformer, initialised from `run.seed` whatever the state of torch's global generator."
+    o = self.opts
+    with torch.random.fork_rng():
+        torch.manual_seed(self.cfg.run.seed)
+        return LineTransformer(width=o.width, layers=o.layers, heads=o.heads)
 
-    def make_objective(self) -> LineFlowMatching: return LineFlowMatching(self.opts)
+@patch
+def make_objective(self: LinesTask) -> LineFlowMatching: return LineFlowMatching(self.opts)
 
-    def strip_batch(self, val_ds) -> dict:
-        "The first validation line of each length, collated."
-        widths = line_widths(val_ds)
-        idx = [int(np.flatnonzero(widths == k * PITCH)[0]) for k in range(1, MAX_GLYPHS + 1)
-               if (widths == k * PITCH).any()]
-        return collate_lines([val_ds[i] for i in idx])
+@patch
+def strip_batch(self: LinesTask, val_ds) -> dict:
+    "The first validation line of each length, collated."
+    widths = line_widths(val_ds)
+    idx = [int(np.flatnonzero(widths == k * PITCH)[0]) for k in range(1, MAX_GLYPHS + 1)
+           if (widths == k * PITCH).any()]
+    return collate_lines([val_ds[i] for i in idx])
 
-    def sample(self, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
-        e = e or self.cfg.eval
-        g = torch.Generator().manual_seed(seed)
-        return generate_lines(model, batch, g, e.solver, e.nfe, e.cfg_scale, self.opts.guide)
+@patch
+def sample(self: LinesTask, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
+    e = e or self.cfg.eval
+    g = torch.Generator().manual_seed(seed)
+    return generate_lines(model, batch, g, e.solver, e.nfe, e.cfg_scale, self.opts.guide)
 
-    def strip_figure(self, samples, batch, title=''):
-        batch = {k: v.cpu() for k, v in batch.items()}
-        reads = read_lines(samples, batch['mask'], reference_classifier(self.cfg.run.seed))
-        return line_strip(batch, samples, reads, title)
+@patch
+def strip_figure(self: LinesTask, samples, batch, title=''):
+    batch = {k: v.cpu() for k, v in batch.items()}
+    reads = read_lines(samples, batch['mask'], reference_classifier(self.cfg.run.seed))
+    return line_strip(batch, samples, reads, title)
 
-    def figures(self, model, batch: dict, e: EvalConfig | None = None, chunk: int = 128) -> dict:
-        """Legibility and style following of `model`'s lines for `batch`, sampled in width-sorted chunks
-        (each as wide as its widest line) from fixed seeds."""
-        e, seed = e or self.cfg.eval, self.cfg.run.seed
-        batch, clf = {k: v.cpu() for k, v in batch.items()}, reference_classifier(seed)
-        widths = batch['mask'].reshape(len(batch['x1']), -1).sum(1)
-        order, reads, wants, inks = torch.argsort(widths, stable=True), [], [], []
-        for k, idx in enumerate(order.split(chunk)):
-            w = int(widths[idx].max())
-            part = {**{key: v[idx] for key, v in batch.items()},
-                    'x1': batch['x1'][idx, ..., :w], 'mask': batch['mask'][idx, ..., :w]}
-            lines = self.sample(model, part, 30_000 + seed + k, e)
-            reads += read_lines(lines, part['mask'], clf)
-            wants += wanted(part)
-            inks.append(mean_ink(lines, part['mask']))
-        corr = style_corr(torch.cat(inks), mean_ink(batch['style'][order]))
-        return {**legibility_of(reads, wants, seed), 'style_corr': corr}
+@patch
+def figures(self: LinesTask, model, batch: dict, e: EvalConfig | None = None, chunk: int = 128) -> dict:
+    """Legibility and style following of `model`'s lines for `batch`, sampled in width-sorted chunks
+    (each as wide as its widest line) from fixed seeds."""
+    e, seed = e or self.cfg.eval, self.cfg.run.seed
+    batch, clf = {k: v.cpu() for k, v in batch.items()}, reference_classifier(seed)
+    widths = batch['mask'].reshape(len(batch['x1']), -1).sum(1)
+    order, reads, wants, inks = torch.argsort(widths, stable=True), [], [], []
+    for k, idx in enumerate(order.split(chunk)):
+        w = int(widths[idx].max())
+        part = {**{key: v[idx] for key, v in batch.items()},
+                'x1': batch['x1'][idx, ..., :w], 'mask': batch['mask'][idx, ..., :w]}
+        lines = self.sample(model, part, 30_000 + seed + k, e)
+        reads += read_lines(lines, part['mask'], clf)
+        wants += wanted(part)
+        inks.append(mean_ink(lines, part['mask']))
+    corr = style_corr(torch.cat(inks), mean_ink(batch['style'][order]))
+    return {**legibility_of(reads, wants, seed), 'style_corr': corr}
 
-    def validation(self, model, batch: dict) -> dict:
-        f = self.figures(model, {k: v[:self.n_val_lines] for k, v in batch.items()})
-        return {'cer': f['cer'], 'gap': f['gap'], 'style_corr': f['style_corr']}
+# %% ../nbs/11_lines.ipynb #f6b660cf
+@patch
+def validation(self: LinesTask, model, batch: dict) -> dict:
+    f = self.figures(model, {k: v[:self.n_val_lines] for k, v in batch.items()})
+    return {'cer': f['cer'], 'gap': f['gap'], 'style_corr': f['style_corr']}
 
-    def final_quality(self, model, e: EvalConfig | None = None) -> dict:
-        e = e or self.cfg.eval
-        batch = collate_lines([self.val_ds[i] for i in range(min(self.cfg.eval.n_samples, len(self.val_ds)))])
-        guided = self.figures(model, batch, e)
-        unguided = self.figures(model, batch, replace(e, cfg_scale=1.0))
-        real = legibility(batch['x1'], batch, reference_classifier(self.cfg.run.seed), self.cfg.run.seed)
-        real_corr = style_corr(mean_ink(batch['x1'], batch['mask']), mean_ink(batch['style']))
-        return {**guided,
-                'cer_unguided': unguided['cer'], 'gap_unguided': unguided['gap'],
-                'style_corr_unguided': unguided['style_corr'],
-                'cer_real': real['cer'], 'gap_real': real['gap'], 'style_corr_real': real_corr,
-                'n_lines': len(batch['x1']), 'n_chars': int(batch['content_mask'].sum())}
+@patch
+def final_quality(self: LinesTask, model, e: EvalConfig | None = None) -> dict:
+    e = e or self.cfg.eval
+    batch = collate_lines([self.val_ds[i] for i in range(min(self.cfg.eval.n_samples, len(self.val_ds)))])
+    guided = self.figures(model, batch, e)
+    unguided = self.figures(model, batch, replace(e, cfg_scale=1.0))
+    real = legibility(batch['x1'], batch, reference_classifier(self.cfg.run.seed), self.cfg.run.seed)
+    real_corr = style_corr(mean_ink(batch['x1'], batch['mask']), mean_ink(batch['style']))
+    return {**guided,
+            'cer_unguided': unguided['cer'], 'gap_unguided': unguided['gap'],
+            'style_corr_unguided': unguided['style_corr'],
+            'cer_real': real['cer'], 'gap_real': real['gap'], 'style_corr_real': real_corr,
+            'n_lines': len(batch['x1']), 'n_chars': int(batch['content_mask'].sum())}
 
-    def summary(self, final: dict) -> list[str]:
-        return [f"character error rate {final['cer']:.4f} (real lines {final['cer_real']:.4f}); "
-                f"controllability gap {final['gap']:.3f}; {final['n_lines']} lines, "
-                f"{sampler_words(self.cfg.eval)}"]
+@patch
+def summary(self: LinesTask, final: dict) -> list[str]:
+    return [f"character error rate {final['cer']:.4f} (real lines {final['cer_real']:.4f}); "
+            f"controllability gap {final['gap']:.3f}; {final['n_lines']} lines, "
+            f"{sampler_words(self.cfg.eval)}"]

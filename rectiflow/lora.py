@@ -11,6 +11,7 @@ from torch import nn
 from accelerate.utils import extract_model_from_parallel
 from diffusers.training_utils import EMAModel
 from safetensors.torch import load_file, load_model
+from fastcore.basics import patch
 from .config import Config, ConfigError, LoRAConfig, config_to_dict
 from .checkpoint import (checkpoint_models, checkpoint_weights, class_path, export_info, export_model,
                                   is_export, load_exported_model, process_rank, write_json_atomic, read_json,
@@ -154,59 +155,66 @@ class LoRA:
             raise ConfigError(f"lora.rank {self.opts.rank} trains adapters on a trained model: name it with "
                               "--init-from (a run, a step checkpoint or an export).")
 
-    def wrap(self, model: nn.Module, task, accelerator) -> nn.Module:
-        "`model` itself with rank 0; else the base's weights in it, frozen, under fresh adapters (`PeftModel`)."
-        if not self.on: return model
-        path = Path(self.base['path'])
-        self._check_model_options(path, task)
-        try: model.load_state_dict(base_model(self.base, model).state_dict())
-        except RuntimeError as e:
-            why = str(e).splitlines()[0]
-            raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
-        self.base = {'path': str(path), 'fingerprint': weights_fingerprint(model)}
-        task.load_state_dict(saved_record(path).get('task_state', {}))   # inherited, as by any --init-from
-        model.name_or_path = str(path)                          # peft writes it as base_model_name_or_path
-        config = lora_config(self.opts, target_names(model, self.opts.targets))
-        wrapped = peft_module().get_peft_model(model, config)
-        accelerator.register_save_state_pre_hook(self._save_adapters)
-        accelerator.register_load_state_pre_hook(self._load_adapters)
-        return wrapped
+# %% ../nbs/06f_lora.ipynb #5fbecf85
+@patch
+def wrap(self: LoRA, model: nn.Module, task, accelerator) -> nn.Module:
+    "`model` itself with rank 0; else the base's weights in it, frozen, under fresh adapters (`PeftModel`)."
+    if not self.on: return model
+    path = Path(self.base['path'])
+    self._check_model_options(path, task)
+    try: model.load_state_dict(base_model(self.base, model).state_dict())
+    except RuntimeError as e:
+        why = str(e).splitlines()[0]
+        raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
+    self.base = {'path': str(path), 'fingerprint': weights_fingerprint(model)}
+    task.load_state_dict(saved_record(path).get('task_state', {}))   # inherited, as by any --init-from
+    model.name_or_path = str(path)                          # peft writes it as base_model_name_or_path
+    config = lora_config(self.opts, target_names(model, self.opts.targets))
+    wrapped = peft_module().get_peft_model(model, config)
+    accelerator.register_save_state_pre_hook(self._save_adapters)
+    accelerator.register_load_state_pre_hook(self._load_adapters)
+    return wrapped
 
-    def _check_model_options(self, path: Path, task):
-        was = saved_record(path)['config'].get('task') or {}
-        now = config_to_dict(self.cfg).get('task') or {}
-        changed = [k for k in task.model_options if was.get(k) != now.get(k)]
-        if changed:
-            k = changed[0]
-            raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{k} was "
-                              f"{was.get(k)!r}, this run has {now.get(k)!r}.")
+@patch
+def _check_model_options(self: LoRA, path: Path, task):
+    was = saved_record(path)['config'].get('task') or {}
+    now = config_to_dict(self.cfg).get('task') or {}
+    changed = [k for k in task.model_options if was.get(k) != now.get(k)]
+    if changed:
+        k = changed[0]
+        raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{k} was "
+                          f"{was.get(k)!r}, this run has {now.get(k)!r}.")
 
-    def _save_adapters(self, models: list, weights: list, folder):
-        "accelerate's `save_state` hook: the run's model (the first) as its adapters alone; their config and base."
-        model = extract_model_from_parallel(models[0])
-        # no embedding layers whole: peft's 'auto' would ask the Hub whether the base's vocabulary grew
-        weights[0] = peft_module().get_peft_model_state_dict(model, save_embedding_layers=False)
-        if process_rank()[0] == 0:
-            model.peft_config['default'].save_pretrained(str(folder))
-            write_json_atomic(Path(folder) / BASE_FILE, self.base)
+@patch
+def _save_adapters(self: LoRA, models: list, weights: list, folder):
+    "accelerate's `save_state` hook: the run's model (the first) as its adapters alone; their config and base."
+    model = extract_model_from_parallel(models[0])
+    # no embedding layers whole: peft's 'auto' would ask the Hub whether the base's vocabulary grew
+    weights[0] = peft_module().get_peft_model_state_dict(model, save_embedding_layers=False)
+    if process_rank()[0] == 0:
+        model.peft_config['default'].save_pretrained(str(folder))
+        write_json_atomic(Path(folder) / BASE_FILE, self.base)
 
-    def _load_adapters(self, models: list, folder):
-        "accelerate's `load_state` hook: the adapters from model.safetensors (the base is as `wrap` left it)."
-        folder = Path(folder)
-        load_adapters(extract_model_from_parallel(models[0]), load_file(str(folder / 'model.safetensors')))
-        # accelerate names a model's file by its place in this list: the others are loaded here, as it would
-        for i, m in enumerate(models[1:], 1): load_model(m, str(folder / f'model_{i}.safetensors'))
-        models.clear()
+@patch
+def _load_adapters(self: LoRA, models: list, folder):
+    "accelerate's `load_state` hook: the adapters from model.safetensors (the base is as `wrap` left it)."
+    folder = Path(folder)
+    load_adapters(extract_model_from_parallel(models[0]), load_file(str(folder / 'model.safetensors')))
+    # accelerate names a model's file by its place in this list: the others are loaded here, as it would
+    for i, m in enumerate(models[1:], 1): load_model(m, str(folder / f'model_{i}.safetensors'))
+    models.clear()
 
-    def export(self, model: nn.Module, run_dir, name: str, info: dict, before_publish=None,
-               scheduler=None) -> Path:
-        """Export `model` (the EMA weights) to `run_dir/name` as `export_model` does; a LoRA run's: peft's
-        adapter files and the base they sit on, and with `lora.merge_export` the merged model in `model/`."""
-        if not self.on: return export_model(model, run_dir, name, info, before_publish, scheduler)
-        def with_adapters(folder):
-            model.save_pretrained(str(folder), save_embedding_layers=False)
-            if before_publish is not None: before_publish(folder)
-        merged = copy.deepcopy(model).merge_and_unload() if self.opts.merge_export else None
-        about = {'lora_base': self.base}
-        if merged is None: about.update(model='lora', model_class=class_path(model.get_base_model()))
-        return export_model(merged, run_dir, name, {**info, **about}, with_adapters, scheduler)
+# %% ../nbs/06f_lora.ipynb #01477279
+@patch
+def export(self: LoRA, model: nn.Module, run_dir, name: str, info: dict, before_publish=None,
+           scheduler=None) -> Path:
+    """Export `model` (the EMA weights) to `run_dir/name` as `export_model` does; a LoRA run's: peft's
+    adapter files and the base they sit on, and with `lora.merge_export` the merged model in `model/`."""
+    if not self.on: return export_model(model, run_dir, name, info, before_publish, scheduler)
+    def with_adapters(folder):
+        model.save_pretrained(str(folder), save_embedding_layers=False)
+        if before_publish is not None: before_publish(folder)
+    merged = copy.deepcopy(model).merge_and_unload() if self.opts.merge_export else None
+    about = {'lora_base': self.base}
+    if merged is None: about.update(model='lora', model_class=class_path(model.get_base_model()))
+    return export_model(merged, run_dir, name, {**info, **about}, with_adapters, scheduler)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file, load_file
 from tqdm.auto import tqdm
+from fastcore.basics import patch
 from .config import Config, ConfigError, FlowConfig, ranged
 from .data import TensorItems, FetchedItems, DataInfo
 from .sampling import guided_velocity, integrate
@@ -104,6 +105,7 @@ class ReflowConfig(FlowConfig):
     cache: str = ''                           # where couplings are kept ('': the cache folder's reflow/)
     delay: float = ranged(0.0, ge=0)          # seconds to pause after each chunk drawn (kill tests)
 
+# %% ../nbs/13b_reflow.ipynb #d704b568
 class ReflowTask(Task):
     "2-rectified flow: a student, initialised from a teacher run, trained on couplings of the teacher's EMA."
     config = ReflowConfig
@@ -131,40 +133,56 @@ class ReflowTask(Task):
         e, o = self.teacher.cfg.eval, self.opts
         return replace(e, solver=o.solver or e.solver, nfe=o.nfe or e.nfe)
 
-    def make_datasets(self):
-        t, o, seed = self.teacher, self.opts, self.cfg.run.seed
-        info = t.task.info
-        root = Path(o.cache) if o.cache else cache_dir() / 'reflow'
-        draw = lambda n, s: couplings(t.models['ema'], info.shape, n, info.n_classes, self.teacher_eval, s, root,
-                                      o.chunk, o.delay)
-        train, val = draw(o.pairs, seed), draw(o.val_pairs, seed + 1_000_003)
-        return train, val, replace(info, splits={'train': len(train), 'val': len(val)},
-                                   extra={**info.extra, 'teacher': str(t.path)})
-
-    def make_model(self):
-        "The teacher's architecture with the teacher's EMA weights."
-        model = self.teacher.task.make_model()
-        model.load_state_dict(self.teacher.models['ema'].state_dict())
-        return model
-
-    # what the data are is the teacher's: its strips, figures and quality figures
-    def strip_batch(self, val_ds): return self.teacher.task.strip_batch(self.teacher.task.val_ds)
-    def strip_figure(self, samples, batch, title=''): return self.teacher.task.strip_figure(samples, batch, title)
-    def sample_batch(self, n=None, cond=None): return self.teacher.task.sample_batch(n, cond)
-    def sample_figure(self, samples, batch): return self.teacher.task.sample_figure(samples, batch)
     @property
     def quality_metric(self): return self.teacher.task.quality_metric
-    def summary(self, final): return self.teacher.task.summary(final)
 
-    def validation(self, model, batch: dict) -> dict:
-        cond = batch['cond'][:128] if 'cond' in batch else None
-        return {'straightness': straightness(model, batch['x0'][:128], cond)}
+# %% ../nbs/13b_reflow.ipynb #e14cf5d0
+@patch
+def make_datasets(self: ReflowTask):
+    t, o, seed = self.teacher, self.opts, self.cfg.run.seed
+    info = t.task.info
+    root = Path(o.cache) if o.cache else cache_dir() / 'reflow'
+    draw = lambda n, s: couplings(t.models['ema'], info.shape, n, info.n_classes, self.teacher_eval, s, root,
+                                  o.chunk, o.delay)
+    train, val = draw(o.pairs, seed), draw(o.val_pairs, seed + 1_000_003)
+    return train, val, replace(info, splits={'train': len(train), 'val': len(val)},
+                               extra={**info.extra, 'teacher': str(t.path)})
 
-    def final_quality(self, model, e=None) -> dict:
-        "The teacher task's quality figures of the student, and both models' straightness from the same noise."
-        figures = self.teacher.task.final_quality(model, e or self.cfg.eval)
-        b = self.val_ds[list(range(min(256, len(self.val_ds))))]
-        cond = b.get('cond')
-        return {**figures, 'straightness': straightness(model, b['x0'], cond),
-                'straightness_teacher': straightness(self.teacher.models['ema'], b['x0'], cond,
-                                                     self.teacher_eval.cfg_scale)}
+@patch
+def make_model(self: ReflowTask):
+    "The teacher's architecture with the teacher's EMA weights."
+    model = self.teacher.task.make_model()
+    model.load_state_dict(self.teacher.models['ema'].state_dict())
+    return model
+
+@patch
+# what the data are is the teacher's: its strips, figures and quality figures
+def strip_batch(self: ReflowTask, val_ds): return self.teacher.task.strip_batch(self.teacher.task.val_ds)
+
+@patch
+def strip_figure(self: ReflowTask, samples, batch, title=''):
+    return self.teacher.task.strip_figure(samples, batch, title)
+
+@patch
+def sample_batch(self: ReflowTask, n=None, cond=None): return self.teacher.task.sample_batch(n, cond)
+
+@patch
+def sample_figure(self: ReflowTask, samples, batch): return self.teacher.task.sample_figure(samples, batch)
+
+@patch
+def summary(self: ReflowTask, final): return self.teacher.task.summary(final)
+
+@patch
+def validation(self: ReflowTask, model, batch: dict) -> dict:
+    cond = batch['cond'][:128] if 'cond' in batch else None
+    return {'straightness': straightness(model, batch['x0'][:128], cond)}
+
+@patch
+def final_quality(self: ReflowTask, model, e=None) -> dict:
+    "The teacher task's quality figures of the student, and both models' straightness from the same noise."
+    figures = self.teacher.task.final_quality(model, e or self.cfg.eval)
+    b = self.val_ds[list(range(min(256, len(self.val_ds))))]
+    cond = b.get('cond')
+    return {**figures, 'straightness': straightness(model, b['x0'], cond),
+            'straightness_teacher': straightness(self.teacher.models['ema'], b['x0'], cond,
+                                                 self.teacher_eval.cfg_scale)}

@@ -16,6 +16,7 @@ from diffusers import ModelMixin, ConfigMixin
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention import BasicTransformerBlock
 from diffusers.models.embeddings import Timesteps, TimestepEmbedding
+from fastcore.basics import patch
 from .config import Config, ConfigError, FlowConfig, EvalConfig, ScheduleConfig, check, ranged
 from .data import DataInfo, pad_collate, mask_key, FrameBudgetSampler, item_sizes
 from .losses import interpolate, target_velocity, sample_t, masked_mse
@@ -389,10 +390,6 @@ class SequencesTask(Task):
               f"task.width {o.width} must be divisible by task.heads {o.heads}.")
         return cfg
 
-    def make_datasets(self):
-        o = self.opts
-        return sequence_datasets(self.cfg.run.seed, o.n_train, o.n_val, self.lang)
-
     @property
     def real_ds(self) -> SequenceItems:
         "The validation texts and durations in other voices: real speech, scored as if a model said it."
@@ -400,63 +397,83 @@ class SequencesTask(Task):
             self._real_ds = SequenceItems(self.opts.n_val, self.cfg.run.seed, 'val', self.lang, voice='real')
         return self._real_ds
 
-    def collate(self, items: list) -> dict: return sequence_collate(items)
+# %% ../nbs/12_sequences.ipynb #19444866
+@patch
+def make_datasets(self: SequencesTask):
+    o = self.opts
+    return sequence_datasets(self.cfg.run.seed, o.n_train, o.n_val, self.lang)
 
-    def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
-        "Batches of at most `batch_size` padded frames (the frame budget), after checking every item fits it."
-        lengths = item_sizes(ds, 'lengths', 0)
-        check_frame_budget(lengths, batch_size)
-        return FrameBudgetSampler(lengths, batch_size, seed, rank, world)
+@patch
+def collate(self: SequencesTask, items: list) -> dict: return sequence_collate(items)
 
-    def batch_size_for(self, items) -> int:
-        "The frame budget that holds all `items` in one batch: their number times the longest."
-        return len(items) * max(len(it['x1']) for it in items)
+@patch
+def batch_sampler(self: SequencesTask, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
+    "Batches of at most `batch_size` padded frames (the frame budget), after checking every item fits it."
+    lengths = item_sizes(ds, 'lengths', 0)
+    check_frame_budget(lengths, batch_size)
+    return FrameBudgetSampler(lengths, batch_size, seed, rank, world)
 
-    def make_model(self) -> SequenceVelocity:
-        "The frame transformer, initialised from `run.seed` whatever the state of torch's global generator."
-        o = self.opts
-        with torch.random.fork_rng():
-            torch.manual_seed(self.cfg.run.seed)
-            return SequenceVelocity(dim=self.lang.dim, vocab=self.lang.vocab, width=o.width, layers=o.layers,
-                                    heads=o.heads)
+@patch
+def batch_size_for(self: SequencesTask, items) -> int:
+    "The frame budget that holds all `items` in one batch: their number times the longest."
+    return len(items) * max(len(it['x1']) for it in items)
 
-    def make_objective(self) -> SequenceFlow: return SequenceFlow(self.opts)
+@patch
+def make_model(self: SequencesTask) -> SequenceVelocity:
+    "The frame transformer, initialised from `run.seed` whatever the state of torch's global generator."
+    o = self.opts
+    with torch.random.fork_rng():
+        torch.manual_seed(self.cfg.run.seed)
+        return SequenceVelocity(dim=self.lang.dim, vocab=self.lang.vocab, width=o.width, layers=o.layers,
+                                heads=o.heads)
 
-    def strip_batch(self, val_ds) -> dict:
-        "`n_strip` validation utterances at evenly spaced lengths, collated."
-        order = np.argsort(val_ds.lengths, kind='stable')
-        idx = order[np.linspace(0, len(order) - 1, self.n_strip).round().astype(int)]
-        return sequence_collate([val_ds[int(i)] for i in idx])
+@patch
+def make_objective(self: SequencesTask) -> SequenceFlow: return SequenceFlow(self.opts)
 
-    def generate(self, model, batch: dict, solver: str | None = None, nfe: int | None = None) -> torch.Tensor:
-        "Samples of `batch` from the quality seed (the same draws each time); the eval sampler unless given."
-        g = torch.Generator().manual_seed(30_000 + self.cfg.run.seed)
-        return generate_sequences(model, batch, g, solver or self.cfg.eval.solver, nfe or self.cfg.eval.nfe)
+@patch
+def strip_batch(self: SequencesTask, val_ds) -> dict:
+    "`n_strip` validation utterances at evenly spaced lengths, collated."
+    order = np.argsort(val_ds.lengths, kind='stable')
+    idx = order[np.linspace(0, len(order) - 1, self.n_strip).round().astype(int)]
+    return sequence_collate([val_ds[int(i)] for i in idx])
 
-    def sample(self, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
-        e = e or self.cfg.eval
-        return generate_sequences(model, batch, torch.Generator().manual_seed(seed), e.solver, e.nfe)
+@patch
+def generate(self: SequencesTask, model, batch: dict, solver: str | None = None,
+             nfe: int | None = None) -> torch.Tensor:
+    "Samples of `batch` from the quality seed (the same draws each time); the eval sampler unless given."
+    g = torch.Generator().manual_seed(30_000 + self.cfg.run.seed)
+    return generate_sequences(model, batch, g, solver or self.cfg.eval.solver, nfe or self.cfg.eval.nfe)
 
-    def strip_figure(self, samples, batch, title=''):
-        return sequence_strip(self.lang, {k: v.cpu() for k, v in batch.items()}, samples.cpu(), title)
+@patch
+def sample(self: SequencesTask, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
+    e = e or self.cfg.eval
+    return generate_sequences(model, batch, torch.Generator().manual_seed(seed), e.solver, e.nfe)
 
-    def validation(self, model, batch: dict) -> dict:
-        return sequence_figures(self.lang, self.generate(model, batch), batch)
+@patch
+def strip_figure(self: SequencesTask, samples, batch, title=''):
+    return sequence_strip(self.lang, {k: v.cpu() for k, v in batch.items()}, samples.cpu(), title)
 
-    def final_quality(self, model, e: EvalConfig | None = None) -> dict:
-        e = e or self.cfg.eval
-        batch = sequence_collate([self.val_ds[i] for i in range(len(self.val_ds))])
-        rec = sequence_figures(self.lang, self.generate(model, batch, e.solver, e.nfe), batch)
-        real = sequence_collate([self.real_ds[i] for i in range(len(self.real_ds))])['x1']
-        rec.update({f'{k}_real': v for k, v in sequence_figures(self.lang, real, batch).items()})
-        floor = sequence_figures(self.lang, self.generate(self.make_model(), batch, e.solver, e.nfe), batch)
-        rec.update({f'{k}_floor': v for k, v in floor.items()})
-        return {**rec, 'n_items': len(self.val_ds), 'n_frames': int(self.val_ds.lengths.sum())}
+@patch
+def validation(self: SequencesTask, model, batch: dict) -> dict:
+    return sequence_figures(self.lang, self.generate(model, batch), batch)
 
-    def summary(self, final: dict) -> list[str]:
-        return [f"frame accuracy {final['frame_acc']:.4f} (untrained {final['frame_acc_floor']:.4f}, "
-                f"real {final['frame_acc_real']:.4f}); residual FD {final['residual_fd']:.4g} "
-                f"(untrained {final['residual_fd_floor']:.4g}, real {final['residual_fd_real']:.4g})"]
+# %% ../nbs/12_sequences.ipynb #7e758931
+@patch
+def final_quality(self: SequencesTask, model, e: EvalConfig | None = None) -> dict:
+    e = e or self.cfg.eval
+    batch = sequence_collate([self.val_ds[i] for i in range(len(self.val_ds))])
+    rec = sequence_figures(self.lang, self.generate(model, batch, e.solver, e.nfe), batch)
+    real = sequence_collate([self.real_ds[i] for i in range(len(self.real_ds))])['x1']
+    rec.update({f'{k}_real': v for k, v in sequence_figures(self.lang, real, batch).items()})
+    floor = sequence_figures(self.lang, self.generate(self.make_model(), batch, e.solver, e.nfe), batch)
+    rec.update({f'{k}_floor': v for k, v in floor.items()})
+    return {**rec, 'n_items': len(self.val_ds), 'n_frames': int(self.val_ds.lengths.sum())}
+
+@patch
+def summary(self: SequencesTask, final: dict) -> list[str]:
+    return [f"frame accuracy {final['frame_acc']:.4f} (untrained {final['frame_acc_floor']:.4f}, "
+            f"real {final['frame_acc_real']:.4f}); residual FD {final['residual_fd']:.4g} "
+            f"(untrained {final['residual_fd_floor']:.4g}, real {final['residual_fd_real']:.4g})"]
 
 # %% ../nbs/12_sequences.ipynb #82698a44
 class ListBatches(torch.utils.data.Sampler):

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 import matplotlib.pyplot as plt
 from torch.utils.data import Dataset
+from fastcore.basics import patch
 from .config import Config, ConfigError, EvalConfig, FlowConfig, check_flow, validate_config
 from .data import DataInfo, EpochBatchSampler, collate_items, fixed_subset
 from .losses import FlowMatching
@@ -58,11 +59,6 @@ class Task:
         "This task's own options: the config's `task` section."
         return self.cfg.task
 
-    # --- data
-    def make_datasets(self) -> tuple[Dataset, Dataset, DataInfo]:
-        "The training and validation datasets (items are dicts with `x1`) and their `DataInfo`."
-        raise NotImplementedError(f"{type(self).__name__} must define make_datasets()")
-
     @property
     def data(self) -> tuple[Dataset, Dataset, DataInfo]:
         "`make_datasets()`, built on first use and kept."
@@ -78,88 +74,111 @@ class Task:
         "What the data are: given (a finished run's record) or from the datasets."
         return self._info if self._info is not None else self.data[2]
 
-    def collate(self, items) -> dict: return collate_items(items)
-
-    def batch_sampler(self, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
-        "This rank's batches of `ds`: a seeded, resumable, sharded sampler (`01_data`)."
-        return EpochBatchSampler(len(ds), batch_size, seed, rank, world)
-
-    def batch_size_for(self, items) -> int:
-        """The `data.batch_size` that holds all `items` in one batch, in this task's unit
-        (items; a frame budget counts frames)."""
-        return len(items)
-
-    # --- learning
-    def make_model(self) -> torch.nn.Module:
-        "The model, freshly initialised (the trainer seeds torch first): any module with `forward(x_t, t, cond=None)`."
-        raise NotImplementedError(f"{type(self).__name__} must define make_model()")
-
-    def make_objective(self):
-        "The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores."
-        return FlowMatching(self.opts if isinstance(self.opts, FlowConfig) else FlowConfig())
-
-    def unconditional(self, objective):
-        "The objective that scores with every condition dropped (the conditioning gap), or None where there is none."
-        return objective.unconditional() if self.info.n_classes and hasattr(objective, 'unconditional') else None
-
-    # --- samples
-    def strip_batch(self, val_ds) -> dict | None:
-        "The fixed held-out batch a sample strip shows, or None: no strips."
-        return None
-
-    def sample(self, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
-        """Samples for `batch` (shaped like its `x1`, conditioned on its `cond`),
-        with the run's sampler settings unless `e`."""
-        e = e or self.cfg.eval
-        g = torch.Generator().manual_seed(seed)
-        x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale,
-                        shift=e.shift)
-        return x.float().cpu()
-
-    def strip_figure(self, samples: torch.Tensor, batch: dict, title: str = ''):
-        "A figure of `samples` beside the real items of `batch` they were sampled for, or None."
-        return None
-
-    def sample_batch(self, n: int | None = None, cond=None) -> dict:
-        "What `n` samples are drawn for, as a batch: by default `n` held-out items (their conditions)."
-        return fixed_subset(self.val_ds, n or 16, self.collate)
-
-    def sample_figure(self, samples: torch.Tensor, batch: dict):
-        "The figure `rectiflow sample` writes: by default the sample strip."
-        return self.strip_figure(samples, batch, 'samples')
-
-    # --- figures
-    def validation(self, model, batch: dict) -> dict:
-        "Figures of `model` on the validation batch, beside the losses in every validation record."
-        return {}
-
     quality_metric: str | None = None   # the quality figure few-step sampling is judged by (13a_sweep; None: the first)
     quality_mode: str = 'min'           # 'min': lower is better, 'max': higher
 
-    def final_quality(self, model, e: EvalConfig | None = None) -> dict:
-        "The final figures of the EMA `model`: `quality` with a sampler of items of the data's shape."
-        e = e or self.cfg.eval
-        def sample_fn(cond, n, seed):
-            batch = {'x1': torch.zeros(n, *self.info.shape), **({} if cond is None else {'cond': cond})}
-            return self.sample(model, batch, seed, e)
-        return self.quality(sample_fn)
+# %% ../nbs/06d_task.ipynb #082e577c
+@patch
+def make_datasets(self: Task) -> tuple[Dataset, Dataset, DataInfo]:
+    "The training and validation datasets (items are dicts with `x1`) and their `DataInfo`."
+    raise NotImplementedError(f"{type(self).__name__} must define make_datasets()")
 
-    def quality(self, sample_fn) -> dict:
-        "Quality figures from `sample_fn(cond, n, seed)` -> samples."
-        return {}
+@patch
+def collate(self: Task, items) -> dict: return collate_items(items)
 
-    def summary(self, final: dict) -> list[str]:
-        "Lines that say what the final figures mean, for the end of `rectiflow train`."
-        return []
+@patch
+def batch_sampler(self: Task, ds, batch_size: int, seed: int, rank: int = 0, world: int = 1):
+    "This rank's batches of `ds`: a seeded, resumable, sharded sampler (`01_data`)."
+    return EpochBatchSampler(len(ds), batch_size, seed, rank, world)
 
-    # --- state
-    def state_dict(self) -> dict:
-        "JSON-able state that travels in every checkpoint and export (e.g. latent statistics)."
-        return {}
+@patch
+def batch_size_for(self: Task, items) -> int:
+    """The `data.batch_size` that holds all `items` in one batch, in this task's unit
+    (items; a frame budget counts frames)."""
+    return len(items)
 
-    def load_state_dict(self, state: dict):
-        "Take back what `state_dict` gave, on resume, `--init-from`, evaluation and loading a finished run."
-        pass
+# %% ../nbs/06d_task.ipynb #3a511523
+@patch
+def make_model(self: Task) -> torch.nn.Module:
+    "The model, freshly initialised (the trainer seeds torch first): any module with `forward(x_t, t, cond=None)`."
+    raise NotImplementedError(f"{type(self).__name__} must define make_model()")
+
+@patch
+def make_objective(self: Task):
+    "The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores."
+    return FlowMatching(self.opts if isinstance(self.opts, FlowConfig) else FlowConfig())
+
+@patch
+def unconditional(self: Task, objective):
+    "The objective that scores with every condition dropped (the conditioning gap), or None where there is none."
+    return objective.unconditional() if self.info.n_classes and hasattr(objective, 'unconditional') else None
+
+# %% ../nbs/06d_task.ipynb #2d217c27
+@patch
+def strip_batch(self: Task, val_ds) -> dict | None:
+    "The fixed held-out batch a sample strip shows, or None: no strips."
+    return None
+
+@patch
+def sample(self: Task, model, batch: dict, seed: int, e: EvalConfig | None = None) -> torch.Tensor:
+    """Samples for `batch` (shaped like its `x1`, conditioned on its `cond`),
+    with the run's sampler settings unless `e`."""
+    e = e or self.cfg.eval
+    g = torch.Generator().manual_seed(seed)
+    x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale,
+                    shift=e.shift)
+    return x.float().cpu()
+
+@patch
+def strip_figure(self: Task, samples: torch.Tensor, batch: dict, title: str = ''):
+    "A figure of `samples` beside the real items of `batch` they were sampled for, or None."
+    return None
+
+@patch
+def sample_batch(self: Task, n: int | None = None, cond=None) -> dict:
+    "What `n` samples are drawn for, as a batch: by default `n` held-out items (their conditions)."
+    return fixed_subset(self.val_ds, n or 16, self.collate)
+
+@patch
+def sample_figure(self: Task, samples: torch.Tensor, batch: dict):
+    "The figure `rectiflow sample` writes: by default the sample strip."
+    return self.strip_figure(samples, batch, 'samples')
+
+# %% ../nbs/06d_task.ipynb #1edf7a19
+@patch
+def validation(self: Task, model, batch: dict) -> dict:
+    "Figures of `model` on the validation batch, beside the losses in every validation record."
+    return {}
+
+@patch
+def final_quality(self: Task, model, e: EvalConfig | None = None) -> dict:
+    "The final figures of the EMA `model`: `quality` with a sampler of items of the data's shape."
+    e = e or self.cfg.eval
+    def sample_fn(cond, n, seed):
+        batch = {'x1': torch.zeros(n, *self.info.shape), **({} if cond is None else {'cond': cond})}
+        return self.sample(model, batch, seed, e)
+    return self.quality(sample_fn)
+
+@patch
+def quality(self: Task, sample_fn) -> dict:
+    "Quality figures from `sample_fn(cond, n, seed)` -> samples."
+    return {}
+
+@patch
+def summary(self: Task, final: dict) -> list[str]:
+    "Lines that say what the final figures mean, for the end of `rectiflow train`."
+    return []
+
+# %% ../nbs/06d_task.ipynb #896a5de8
+@patch
+def state_dict(self: Task) -> dict:
+    "JSON-able state that travels in every checkpoint and export (e.g. latent statistics)."
+    return {}
+
+@patch
+def load_state_dict(self: Task, state: dict):
+    "Take back what `state_dict` gave, on resume, `--init-from`, evaluation and loading a finished run."
+    pass
 
 # %% ../nbs/06d_task.ipynb #adce606e
 def save_figure(fig, path):

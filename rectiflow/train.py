@@ -338,75 +338,6 @@ class Trainer:
         self.strip_batch = task.strip_batch(self.val_ds)
         self._speed_up()
 
-    def _build(self, model=None, objective=None):
-        cfg, acc = self.cfg, self.accelerator
-        if torch.cuda.is_available():
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-        torch.manual_seed(cfg.run.seed)                                    # model initialisation
-        model = model if model is not None else self.task.make_model()
-        model = self.lora.wrap(model, self.task, acc)                      # LoRA: the base frozen under adapters
-        self.sharded, self.full_copy = cfg.run.fsdp and acc.num_processes > 1, None
-        if self.sharded:            # before the optimizer takes the parameters: sharding replaces them
-            model = model.to(acc.device)
-            self.full_copy = copy.deepcopy(model).requires_grad_(False)    # the gathered EMA's home: samples, exports
-            shard_model(model)
-        # representation alignment (07a_repa): a projector trained beside the model; no encoder: nothing
-        self.repa = make_repa(cfg, model, self.data_info, acc.device, self.sharded)
-        trained = [p for p in model.parameters() if p.requires_grad] + self.repa.parameters()
-        opt = torch.optim.AdamW(trained, lr=cfg.optim.lr,
-                                betas=(cfg.optim.beta1, cfg.optim.beta2), weight_decay=cfg.optim.weight_decay,
-                                fused=acc.device.type == 'cuda')
-        self.rules = EvalRules.from_config(cfg)                            # best, plateau scale, abort / frozen status
-        self.lr_at = self.scheduled_lr
-        sched = make_scheduler(opt, lambda s: self.lr_at(s), cfg.optim.lr, acc.num_processes)
-        data_seed, flow_seed = stream_seeds(cfg.run.seed, acc.process_index, acc.num_processes)
-        # the task's batch sampler checks that a global batch fits; it shards, so the loader is not prepared
-        self.sampler = self.task.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index,
-                                               acc.num_processes)
-        self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.task.collate, data_seed,
-                                  **loader_options(cfg.data))
-        if self.sharded:            # a sharded model is not wrapped again in DDP
-            self.model, (self.optimizer, self.scheduler) = model, acc.prepare(opt, sched)
-        else: self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
-        self.unwrapped = acc.unwrap_model(self.model)                      # asked once: unwrapping inspects the model
-        self.params = [p for p in self.unwrapped.parameters() if p.requires_grad]     # a LoRA run's: its adapters
-        # after prepare: the shadow weights live on the device
-        self.ema = EMAModel(self.params, decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
-                            inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
-        self.objective = objective or self.task.make_objective()
-        self.val_objective = self.objective.validation()
-        self.generator = torch.Generator().manual_seed(flow_seed)          # flow t, noise and dropout draws
-        self.repa.prepare(acc)                      # REPA: the projector a second model, its term log saved
-        self.step, self.data_pos, self.last_eval_step = 0, [0, 0], None   # (epoch, batch) of the next training batch
-        self.pending_losses = []                                           # losses since the last train record
-        self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
-        self.items_done = 0                                                # training items consumed, all processes
-
-    def _check_resumable(self, resume):
-        "Refuse a resume of another config or other data: against the checkpoint, or the run's records (`restart`)."
-        cfg = config_to_dict(self.cfg)
-        state = read_checkpoint(check_checkpoint(resume), ())['state'] if not self.restart else restart_state(resume)
-        n = self.accelerator.num_processes
-        check_resumable({'num_processes': n, **state}, cfg, self.fingerprint, n,
-                        defaults=config_to_dict(default_config_of(self.cfg)))
-
-    def _speed_up(self):
-        "A step's FLOPs counted once (the throughput figures); then gradient checkpointing and compiling (`06e_speed`)."
-        c = self.cfg.run
-        self.flops_per_item, self.peak = self._count_flops(), peak_tflops(self.accelerator.device, c.peak_tflops)
-        if c.gradient_checkpointing: enable_gradient_checkpointing(self.unwrapped)
-        compile_model(self.unwrapped, c.compile, c.compile_backend)
-
-    def _count_flops(self, n: int = 16) -> float | None:
-        "Training FLOPs per item: the forward of `n` fixed validation items counted, x3 with the backward."
-        b = self.to_device({k: v[:n] for k, v in self.val_batch.items()})
-        cuda = [self.accelerator.device] if self.accelerator.device.type == 'cuda' else []
-        model = self.full_copy if self.sharded else self.unwrapped       # counted whole: no collectives
-        with torch.random.fork_rng(devices=cuda):         # counting draws nothing from the run's streams
-            fwd = forward_flops(lambda: self.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
-        return None if fwd is None else 3 * fwd / len(b['x1'])
-
     @property
     def is_main(self) -> bool: return self.accelerator.is_main_process
     @property
@@ -416,182 +347,6 @@ class Trainer:
         "Where the loop stops: `run.steps`, or `run.max_steps` when that caps it sooner."
         return min(self.cfg.run.steps, self.cfg.run.max_steps or self.cfg.run.steps)
 
-    def scheduled_lr(self, step: int) -> float:
-        "The configured schedule's LR for optimizer step `step` (with the plateau rules' current scale)."
-        c = self.cfg
-        return schedule_lr(step, c.schedule, c.optim.lr, c.run.steps, self.rules.scale)
-
-    def set_lr_schedule(self, lr_at=None):
-        "Give optimizer step `s` the LR `lr_at(s)` from the next step on (None: back to the configured schedule)."
-        self.lr_at = lr_at or self.scheduled_lr
-        for g in self.optimizer.param_groups: g['lr'] = self.lr_at(self.step)
-
-    # --- the state: one definition for the checkpoint, the range test's restore and the resume gate
-    def state_dict(self) -> dict:
-        "Everything a training step changes: the progress, every random stream, schedule, optimizer, EMA and weights."
-        # causes before effects: where two states differ, the first entry that does tends to say why
-        return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': self.rng_state(),
-                'scheduler': self.scheduler.state_dict(), 'optimizer': self.optimizer.state_dict(),
-                'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict(),
-                **self.repa.trainer_state()}                          # REPA's projector and term log
-
-    def rng_state(self) -> dict:
-        "This process's global torch streams (CPU and CUDA)."
-        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-        return {'torch': torch.get_rng_state(), 'cuda': cuda}
-
-    def load_ema(self, state: dict):
-        "Take back the EMA's state (whole tensors), each shadow weight on the device and sharded as its parameter is."
-        self.ema.load_state_dict(state)
-        self.ema.shadow_params = [like(s, p) for s, p in zip(self.ema.shadow_params, self.params)]
-
-    def progress_state(self) -> dict:
-        "Where the run is (JSON-able): step, data position, unlogged losses, eval rules, accumulation, task state."
-        return {'step': self.step, 'data_pos': list(self.data_pos),
-                'pending_losses': [float(l) for l in self.pending_losses],
-                'last_eval_step': self.last_eval_step, 'rules': self.rules.state_dict(),
-                'accumulation_step': self.accelerator.step, 'task_state': self.task.state_dict()}
-
-    def load_state_dict(self, state: dict):
-        "Take back what `state_dict` gave (any part of it: a checkpoint brings the progress, accelerate the rest)."
-        if 'model' in state: self.unwrapped.load_state_dict(state['model'])
-        if 'optimizer' in state:
-            self.optimizer.load_state_dict(state['optimizer'])
-            self.optimizer.zero_grad(set_to_none=True)
-        if 'scheduler' in state: self.scheduler.load_state_dict(state['scheduler'])
-        if 'ema' in state:
-            self.ema.load_state_dict(state['ema'])
-            self.ema.to(self.accelerator.device)
-        if 'generator' in state: self.generator.set_state(state['generator'])
-        if 'rng' in state:
-            torch.set_rng_state(state['rng']['torch'])
-            if state['rng']['cuda']: torch.cuda.set_rng_state_all(state['rng']['cuda'])
-        self.repa.load_trainer_state(state)
-        if 'progress' in state: self._load_progress(state['progress'])
-
-    def _load_progress(self, p: dict):
-        self.step, self.data_pos, self.last_eval_step = p['step'], list(p['data_pos']), p.get('last_eval_step')
-        self.pending_losses = [torch.tensor(l, dtype=torch.float32) for l in p.get('pending_losses', [])]
-        self.rules.load_state_dict(p['rules'])
-        self.accelerator.step = p.get('accumulation_step', 0)
-        self.task.load_state_dict(p.get('task_state', {}))
-
-    def checkpoint_state(self) -> dict:
-        "`trainer_state.json`: the progress, and what a resume checks (config, data fingerprint, processes, versions)."
-        return {**self.progress_state(), 'fingerprint': self.fingerprint, 'best': self.best, 'git_commit': git_commit(),
-                'versions': library_versions(), 'num_processes': self.accelerator.num_processes,
-                'config': config_to_dict(self.cfg), 'checkpoint_format': CHECKPOINT_FORMAT,
-                **({'repa_log': self.repa.log_state()} if self.repa.log_state() is not None else {})}
-
-    def export_info(self, **extra) -> dict:
-        "An export's `info.json`: step, task and its state, data and their fingerprint, config, `extra`."
-        return {'step': self.step, **extra, 'task': self.cfg.run.task, 'task_state': self.task.state_dict(),
-                'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint,
-                'config': config_to_dict(self.cfg)}
-
-    def load_weights(self, path):
-        "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
-        parts = read_checkpoint(check_checkpoint(path), WEIGHT_PARTS)
-        state, weights, ema = parts['state'], parts['model'], parts['ema']
-        was, now = state['config'].get('task') or {}, config_to_dict(self.cfg).get('task') or {}
-        changed = [k for k in self.task.model_options if was.get(k) != now.get(k)]
-        if changed:
-            raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
-                              f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
-        try:
-            if self.sharded: load_full_state(self.unwrapped, weights)
-            else: self.unwrapped.load_state_dict(weights)
-        except RuntimeError as e:
-            why = str(e).splitlines()[0]
-            raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
-        self.load_ema(ema)
-        self.task.load_state_dict(state.get('task_state', {}))      # e.g. latent statistics: inherited, not recomputed
-
-    # --- batches
-    def host_batches(self):
-        "Training batches as the loader gives them (host memory), epoch after epoch, from the current data position on."
-        while True:
-            self.sampler.set_position(*self.data_pos)
-            for batch in self.loader:
-                self.data_pos[1] += 1
-                yield batch
-            self.data_pos = [self.data_pos[0] + 1, 0]
-
-    def to_device(self, batch: dict) -> dict:
-        "`batch` on this process's device; from pinned memory the copy is asynchronous (`non_blocking`)."
-        dev = self.accelerator.device
-        return {k: v.to(dev, non_blocking=dev.type == 'cuda') for k, v in batch.items()}
-
-    def batches(self):
-        "Training batches on this process's device, epoch after epoch, from the current data position on."
-        for batch in self.host_batches(): yield self.to_device(batch)
-
-    # --- one optimizer step
-    def micro_step(self, batch: dict, share: float | None = None):
-        "Forward and backward of `batch`, its loss weighted by its `share` of the step; on the step's last, the update."
-        acc = self.accelerator
-        with acc.accumulate(self.model):
-            with acc.autocast(), self.repa.watching(self.step):        # where REPA catches its block's output
-                loss, _ = self.objective.loss(self.model, batch, self.generator)
-            loss = self.callbacks.on_loss(self, loss)
-            scale = 1.0 if share is None else share * self.cfg.optim.grad_accum      # accelerate divides by grad_accum
-            acc.backward(self.repa.add_term(loss, batch) * scale)       # + repa.weight x the alignment term
-            grad_norm = self._update(loss) if acc.sync_gradients else None
-        return loss.detach(), grad_norm
-
-    def _update(self, loss) -> torch.Tensor:
-        "Clip, check, step AdamW and the schedule, clear the gradients: once per optimizer step; the gradient norm."
-        grad_norm = full_tensor(self._clip_gradients())          # a sharded model's norm is a replicated DTensor
-        # the one host sync of a step, kept on purpose: raised before the optimizer step, the weights stay the last good
-        # ones; a non-finite loss anywhere in the step (any process: the all-reduce spreads it) makes the gradient norm
-        # non-finite, so every process stops here at the same step
-        if not torch.isfinite(grad_norm): raise NonFiniteError(self._non_finite_reason(loss))
-        # accelerate's wrapper, on a synchronised step of a bf16/fp32 run, is this step: but its own asks importlib
-        # about DeepSpeed and LOMO on every call
-        adamw = self.optimizer.optimizer
-        adamw.step()
-        self.scheduler.step()                    # accelerate's: once per process, as make_scheduler's horizon expects
-        adamw.zero_grad(set_to_none=True)
-        return grad_norm
-
-    def _clip_gradients(self) -> torch.Tensor:
-        "The gradient norm, clipped to `optim.grad_clip` (outside FSDP and DeepSpeed: torch's own, as accelerate's)."
-        acc = self.accelerator
-        if acc.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.XLA):
-            return acc.clip_grad_norm_(self.params, self.cfg.optim.grad_clip)
-        acc.unscale_gradients()
-        return torch.nn.utils.clip_grad_norm_(self.params, self.cfg.optim.grad_clip)
-
-    def _non_finite_reason(self, loss) -> str:
-        "What went non-finite at this step: the loss where this single process can see it, else the gradient norm."
-        one = self.accelerator.num_processes == 1
-        what = f"loss {loss.item()}" if one and not torch.isfinite(loss) else 'gradient norm'
-        return f"Non-finite {what} at step {self.step}; lower optim.lr or check the data."
-
-    def _global_weight(self, weight: float, masked: bool) -> float:
-        "The step's target elements summed over all processes: an all-reduce only where the counts can differ."
-        world = self.accelerator.num_processes
-        # equal batches without a mask (the sampler says so, the same on every process) hold the same count everywhere
-        if world == 1 or (not masked and getattr(self.sampler, 'equal_batches', False)): return weight * world
-        return float(self.accelerator.reduce(torch.tensor([weight], device=self.accelerator.device), 'sum').item())
-
-    def optimizer_steps(self):
-        "Train from the current position on; `(loss, grad_norm)` after each optimizer step (counted, EMA updated)."
-        batches, k, world = self.host_batches(), self.cfg.optim.grad_accum, self.accelerator.num_processes
-        while True:
-            micro = [next(batches) for _ in range(k)]
-            weights = [batch_weight(b) for b in micro]           # counted on the host, before the copy: no device sync
-            total = self._global_weight(sum(weights), 'mask' in micro[0])
-            self.items_done += sum(len(b['x1']) for b in micro) * world       # items (not padded slots), for throughput
-            # each micro-batch's share of the step, times the processes (DDP averages the ranks' gradients)
-            losses = [self.micro_step(self.to_device(b), w * world / total) for b, w in zip(micro, weights)]
-            assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
-            self.step += 1
-            self.ema.step(self.params)
-            loss = sum(l * w for (l, _), w in zip(losses, weights)) / sum(weights)    # weighted as its gradient is
-            yield loss, losses[-1][1]
-
-    # --- evaluation, strips, checkpoints
     @contextmanager
     def ema_weights(self):
         """Swap the EMA weights into the model for the `with` block, then restore the raw ones; a sharded model's
@@ -606,230 +361,530 @@ class Trainer:
         try: yield self.unwrapped
         finally: self.ema.restore(self.params)
 
-    def validation_loss(self, model=None) -> float:
-        "Mean validation loss of `model` (default: raw weights) on the fixed subset, at fixed t and noise."
-        return score(model or self.unwrapped, self.val_objective, self.val_batch, validation_seed(self.cfg),
-                     self.accelerator.device, self.accelerator.autocast)
+# %% ../nbs/07_train.ipynb #2554abd8
+@patch
+def _build(self: Trainer, model=None, objective=None):
+    cfg, acc = self.cfg, self.accelerator
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    torch.manual_seed(cfg.run.seed)                                    # model initialisation
+    model = model if model is not None else self.task.make_model()
+    model = self.lora.wrap(model, self.task, acc)                      # LoRA: the base frozen under adapters
+    self.sharded, self.full_copy = cfg.run.fsdp and acc.num_processes > 1, None
+    if self.sharded:            # before the optimizer takes the parameters: sharding replaces them
+        model = model.to(acc.device)
+        self.full_copy = copy.deepcopy(model).requires_grad_(False)    # the gathered EMA's home: samples, exports
+        shard_model(model)
+    # representation alignment (07a_repa): a projector trained beside the model; no encoder: nothing
+    self.repa = make_repa(cfg, model, self.data_info, acc.device, self.sharded)
+    trained = [p for p in model.parameters() if p.requires_grad] + self.repa.parameters()
+    opt = torch.optim.AdamW(trained, lr=cfg.optim.lr,
+                            betas=(cfg.optim.beta1, cfg.optim.beta2), weight_decay=cfg.optim.weight_decay,
+                            fused=acc.device.type == 'cuda')
+    self.rules = EvalRules.from_config(cfg)                            # best, plateau scale, abort / frozen status
+    self.lr_at = self.scheduled_lr
+    sched = make_scheduler(opt, lambda s: self.lr_at(s), cfg.optim.lr, acc.num_processes)
+    data_seed, flow_seed = stream_seeds(cfg.run.seed, acc.process_index, acc.num_processes)
+    # the task's batch sampler checks that a global batch fits; it shards, so the loader is not prepared
+    self.sampler = self.task.batch_sampler(self.train_ds, cfg.data.batch_size, data_seed, acc.process_index,
+                                           acc.num_processes)
+    self.loader = make_loader(self.train_ds, self.sampler, cfg.data.num_workers, self.task.collate, data_seed,
+                              **loader_options(cfg.data))
+    if self.sharded:            # a sharded model is not wrapped again in DDP
+        self.model, (self.optimizer, self.scheduler) = model, acc.prepare(opt, sched)
+    else: self.model, self.optimizer, self.scheduler = acc.prepare(model, opt, sched)
+    self.unwrapped = acc.unwrap_model(self.model)                      # asked once: unwrapping inspects the model
+    self.params = [p for p in self.unwrapped.parameters() if p.requires_grad]     # a LoRA run's: its adapters
+    # after prepare: the shadow weights live on the device
+    self.ema = EMAModel(self.params, decay=cfg.ema.decay, use_ema_warmup=cfg.ema.warmup,
+                        inv_gamma=cfg.ema.inv_gamma, power=cfg.ema.power, foreach=True)
+    self.objective = objective or self.task.make_objective()
+    self.val_objective = self.objective.validation()
+    self.generator = torch.Generator().manual_seed(flow_seed)          # flow t, noise and dropout draws
+    self.repa.prepare(acc)                      # REPA: the projector a second model, its term log saved
+    self.step, self.data_pos, self.last_eval_step = 0, [0, 0], None   # (epoch, batch) of the next training batch
+    self.pending_losses = []                                           # losses since the last train record
+    self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
+    self.items_done = 0                                                # training items consumed, all processes
 
-    def evaluate(self) -> dict:
-        "Validation figures of the current weights: raw and EMA loss, unconditioned and the gap, the task's own."
-        return evaluation_record(self.task, self.objective, self.val_batch, validation_seed(self.cfg), self.unwrapped,
-                                 self.ema_weights(), self.accelerator.device, self.accelerator.autocast)
+@patch
+def _check_resumable(self: Trainer, resume):
+    "Refuse a resume of another config or other data: against the checkpoint, or the run's records (`restart`)."
+    cfg = config_to_dict(self.cfg)
+    state = read_checkpoint(check_checkpoint(resume), ())['state'] if not self.restart else restart_state(resume)
+    n = self.accelerator.num_processes
+    check_resumable({'num_processes': n, **state}, cfg, self.fingerprint, n,
+                    defaults=config_to_dict(default_config_of(self.cfg)))
 
-    def maybe_evaluate(self, force: bool = False):
-        "Every `eval.every` steps: score (with a quality pass where one is due), record, act on the evaluation rules."
-        if self.last_eval_step == self.step or not (force or self.step % self.cfg.eval.every == 0): return
-        rec = self.evaluate()
-        if quality_due(self.cfg, self.step, force): rec.update(self.quality_pass())
-        if self.step == 0: rec['floor'] = 'untrained' if self.init_from is None else 'init_from'
-        value, self.last_eval_step = self._metric(rec), self.step
-        rec = self.record({'kind': 'val', **rec})
-        self.callbacks('on_eval', self, rec)
-        if value is None: return                # the metric is a quality figure: the rules see the passes only
-        for event in self.rules.observe(value, self.step): self._on_rule_event(event, value)
+# %% ../nbs/07_train.ipynb #9ba78eb3
+@patch
+def _speed_up(self: Trainer):
+    "A step's FLOPs counted once (the throughput figures); then gradient checkpointing and compiling (`06e_speed`)."
+    c = self.cfg.run
+    self.flops_per_item, self.peak = self._count_flops(), peak_tflops(self.accelerator.device, c.peak_tflops)
+    if c.gradient_checkpointing: enable_gradient_checkpointing(self.unwrapped)
+    compile_model(self.unwrapped, c.compile, c.compile_backend)
 
-    def quality_pass(self) -> dict:
-        "The task's quality figures of the EMA weights (`quality_figures`; rank 0's, for every process) and their cost."
-        figures, t0 = [None], time.time()
-        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
-            if self.is_main:
-                figures[0] = {**quality_figures(self.task, m), 'quality_seconds': round(time.time() - t0, 2)}
-        if self.accelerator.num_processes > 1: broadcast_object_list(figures)
-        return figures[0]
+@patch
+def _count_flops(self: Trainer, n: int = 16) -> float | None:
+    "Training FLOPs per item: the forward of `n` fixed validation items counted, x3 with the backward."
+    b = self.to_device({k: v[:n] for k, v in self.val_batch.items()})
+    cuda = [self.accelerator.device] if self.accelerator.device.type == 'cuda' else []
+    model = self.full_copy if self.sharded else self.unwrapped       # counted whole: no collectives
+    with torch.random.fork_rng(devices=cuda):         # counting draws nothing from the run's streams
+        fwd = forward_flops(lambda: self.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
+    return None if fwd is None else 3 * fwd / len(b['x1'])
 
-    def _metric(self, rec: dict) -> float | None:
-        "The value of `eval.metric` in evaluation record `rec`; None for a quality figure where `rec` has no pass."
-        e = self.cfg.eval
-        if e.metric in rec: return rec[e.metric]
-        if quality_passes(self.cfg) and 'quality_seconds' not in rec: return None
-        figures = [k for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        hint = '' if quality_passes(self.cfg) else ('; the quality figures join them with eval.quality_every > 0 '
-                                                    '(and at most run.steps)')
-        raise ConfigError(f"eval.metric {e.metric!r} is not a validation figure of this run; "
-                          f"choose one of {', '.join(figures)}{hint}.")
+@patch
+def scheduled_lr(self: Trainer, step: int) -> float:
+    "The configured schedule's LR for optimizer step `step` (with the plateau rules' current scale)."
+    c = self.cfg
+    return schedule_lr(step, c.schedule, c.optim.lr, c.run.steps, self.rules.scale)
 
-    def _on_rule_event(self, event: str, value: float):
-        "Export a new best, apply a plateau cut, or record why the run ends."
-        r, metric = self.rules, self.cfg.eval.metric
-        if event == 'best':
-            self.checkpointer.export(self, 'best', **{metric: value})
-            return self.accelerator.wait_for_everyone()
-        if event == 'decay':
-            self.set_lr_schedule(self.scheduled_lr)                 # the cut applies from the next step
-            return self.record({'kind': 'plateau', 'lr_scale': r.scale, 'lr': self.lr_at(self.step)})
-        self.end_record = self.record({'kind': event, 'metric': metric, 'value': value, 'best': r.best,
-                                       'best_step': r.best_step})
+@patch
+def set_lr_schedule(self: Trainer, lr_at=None):
+    "Give optimizer step `s` the LR `lr_at(s)` from the next step on (None: back to the configured schedule)."
+    self.lr_at = lr_at or self.scheduled_lr
+    for g in self.optimizer.param_groups: g['lr'] = self.lr_at(self.step)
 
-    def maybe_sample(self, force: bool = False):
-        "Every `eval.sample_every` steps: the strip of the fixed held-out batch, from the EMA weights, on rank 0."
-        if self.strip_batch is None or not (force or self.step % self.cfg.eval.sample_every == 0): return
-        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
-            if self.is_main: self._write_strip(m)
-        self.accelerator.wait_for_everyone()                        # slow sampling cannot trip the other ranks' timeout
+# %% ../nbs/07_train.ipynb #c02e919e
+@patch
+def state_dict(self: Trainer) -> dict:
+    "Everything a training step changes: the progress, every random stream, schedule, optimizer, EMA and weights."
+    # causes before effects: where two states differ, the first entry that does tends to say why
+    return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': self.rng_state(),
+            'scheduler': self.scheduler.state_dict(), 'optimizer': self.optimizer.state_dict(),
+            'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict(),
+            **self.repa.trainer_state()}                          # REPA's projector and term log
 
-    def _write_strip(self, model):
-        b = self.strip_batch
-        fig = self.task.strip_figure(self.task.sample(model, b, 20_000 + self.cfg.run.seed), b, f'step {self.step}')
-        path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
-        with writing(f'the sample strip of step {self.step}', path):
-            if fig is not None: save_figure(fig, path)
-        if fig is not None: self.callbacks('on_strip_written', self, path)
+@patch
+def rng_state(self: Trainer) -> dict:
+    "This process's global torch streams (CPU and CUDA)."
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+    return {'torch': torch.get_rng_state(), 'cuda': cuda}
 
-    def maybe_checkpoint(self):
-        "A checkpoint every `checkpoint.save_every` steps and at every evaluation."
-        if self.step % self.cfg.checkpoint.save_every == 0 or self.step % self.cfg.eval.every == 0:
-            self.save_checkpoint()
+@patch
+def load_ema(self: Trainer, state: dict):
+    "Take back the EMA's state (whole tensors), each shadow weight on the device and sharded as its parameter is."
+    self.ema.load_state_dict(state)
+    self.ema.shadow_params = [like(s, p) for s, p in zip(self.ema.shadow_params, self.params)]
 
-    def save_checkpoint(self) -> Path: return self.checkpointer.save(self)
+@patch
+def progress_state(self: Trainer) -> dict:
+    "Where the run is (JSON-able): step, data position, unlogged losses, eval rules, accumulation, task state."
+    return {'step': self.step, 'data_pos': list(self.data_pos),
+            'pending_losses': [float(l) for l in self.pending_losses],
+            'last_eval_step': self.last_eval_step, 'rules': self.rules.state_dict(),
+            'accumulation_step': self.accelerator.step, 'task_state': self.task.state_dict()}
 
-    # --- the run
-    def record(self, record: dict) -> dict:
-        "Log `record` (metrics.jsonl, in memory) and hand it to the callbacks (heartbeat, tracker: writers too)."
-        with writing(f'the record of step {self.step}', self.run_dir / 'metrics.jsonl'):
-            record = self.log.record(self.step, record)
-            self.callbacks('on_record', self, record)
-        return record
+@patch
+def load_state_dict(self: Trainer, state: dict):
+    "Take back what `state_dict` gave (any part of it: a checkpoint brings the progress, accelerate the rest)."
+    if 'model' in state: self.unwrapped.load_state_dict(state['model'])
+    if 'optimizer' in state:
+        self.optimizer.load_state_dict(state['optimizer'])
+        self.optimizer.zero_grad(set_to_none=True)
+    if 'scheduler' in state: self.scheduler.load_state_dict(state['scheduler'])
+    if 'ema' in state:
+        self.ema.load_state_dict(state['ema'])
+        self.ema.to(self.accelerator.device)
+    if 'generator' in state: self.generator.set_state(state['generator'])
+    if 'rng' in state:
+        torch.set_rng_state(state['rng']['torch'])
+        if state['rng']['cuda']: torch.cuda.set_rng_state_all(state['rng']['cuda'])
+    self.repa.load_trainer_state(state)
+    if 'progress' in state: self._load_progress(state['progress'])
 
-    def run_facts(self, status: str, **extra) -> dict:
-        "`run_info.json`: the status, versions, commit, devices, the task and its data, the model's size, `extra`."
-        acc = self.accelerator
-        return {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
-                'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
-                'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint, 'n_params': n_params(self.unwrapped),
-                'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
-                'sharding': shard_figures(self.unwrapped) if self.sharded else None,
-                'init_from': str(self.init_from) if self.init_from else None, **extra}
+@patch
+def _load_progress(self: Trainer, p: dict):
+    self.step, self.data_pos, self.last_eval_step = p['step'], list(p['data_pos']), p.get('last_eval_step')
+    self.pending_losses = [torch.tensor(l, dtype=torch.float32) for l in p.get('pending_losses', [])]
+    self.rules.load_state_dict(p['rules'])
+    self.accelerator.step = p.get('accumulation_step', 0)
+    self.task.load_state_dict(p.get('task_state', {}))
 
-    def fit(self) -> dict:
-        """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`06a_rundir`);
-        the final record, or the one that says how the run stopped."""
-        with run_lock(self.run_dir):
-            self._start()
-            try: end = self._train()
-            except BaseException as e:
-                self._end(None, failure=e)
-                raise
-            self._end(end)
-            return end
+# %% ../nbs/07_train.ipynb #bfbc0398
+@patch
+def checkpoint_state(self: Trainer) -> dict:
+    "`trainer_state.json`: the progress, and what a resume checks (config, data fingerprint, processes, versions)."
+    return {**self.progress_state(), 'fingerprint': self.fingerprint, 'best': self.best, 'git_commit': git_commit(),
+            'versions': library_versions(), 'num_processes': self.accelerator.num_processes,
+            'config': config_to_dict(self.cfg), 'checkpoint_format': CHECKPOINT_FORMAT,
+            **({'repa_log': self.repa.log_state()} if self.repa.log_state() is not None else {})}
 
-    def _train(self) -> dict:
-        "The loop: step 0's evaluation, then optimizer steps with their records, evaluations, strips and checkpoints."
-        if self.step == 0: self.maybe_evaluate(force=True)
-        # a resume at the end (killed before the final export, or stopped by --max-steps) only finishes: no step beyond
-        stopped = self._loop() if self.step < self.end_step else None
-        if stopped is not None: return stopped
-        return self._abort() if self.rules.status == 'aborted' else self._finish()
+@patch
+def export_info(self: Trainer, **extra) -> dict:
+    "An export's `info.json`: step, task and its state, data and their fingerprint, config, `extra`."
+    return {'step': self.step, **extra, 'task': self.cfg.run.task, 'task_state': self.task.state_dict(),
+            'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint,
+            'config': config_to_dict(self.cfg)}
 
-    def _loop(self) -> dict | None:
-        "Optimizer steps to the end step or a rule's stop; the stop record if a signal stopped them."
-        for loss, grad_norm in self.optimizer_steps():
-            self._log_step(loss, grad_norm)
-            self.callbacks('on_step_end', self)
-            if self.step < self.end_step:
-                self.maybe_evaluate()
-                self.maybe_sample()
-                self.maybe_checkpoint()
-            if self.step >= self.end_step or self.rules.status != 'running': return None
-            if self._stop_requested(): return self._stop()
+@patch
+def load_weights(self: Trainer, path):
+    "Start from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step and streams stay fresh)."
+    parts = read_checkpoint(check_checkpoint(path), WEIGHT_PARTS)
+    state, weights, ema = parts['state'], parts['model'], parts['ema']
+    was, now = state['config'].get('task') or {}, config_to_dict(self.cfg).get('task') or {}
+    changed = [k for k in self.task.model_options if was.get(k) != now.get(k)]
+    if changed:
+        raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
+                          f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
+    try:
+        if self.sharded: load_full_state(self.unwrapped, weights)
+        else: self.unwrapped.load_state_dict(weights)
+    except RuntimeError as e:
+        why = str(e).splitlines()[0]
+        raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
+    self.load_ema(ema)
+    self.task.load_state_dict(state.get('task_state', {}))      # e.g. latent statistics: inherited, not recomputed
 
-    def _end(self, end: dict | None, failure: BaseException | None = None):
-        "Put the signal handlers back; after a failure, say so in run_info.json; tell the callbacks how it ended."
-        for sig, h in self._handlers.items(): signal.signal(sig, h)
-        if failure is None: return self.callbacks('on_fit_end', self, end)
-        with suppress(WriteFailed, OSError):            # the first fault is the one to report, not its echo
-            self.log.run_info(self.run_facts('failed', reason=f'{type(failure).__name__}: {failure}'))
-        with suppress(WriteFailed, OSError): self.callbacks('on_fit_end', self, None)
+# %% ../nbs/07_train.ipynb #e804edf9
+@patch
+def host_batches(self: Trainer):
+    "Training batches as the loader gives them (host memory), epoch after epoch, from the current data position on."
+    while True:
+        self.sampler.set_position(*self.data_pos)
+        for batch in self.loader:
+            self.data_pos[1] += 1
+            yield batch
+        self.data_pos = [self.data_pos[0] + 1, 0]
 
-    def _start(self):
-        """Room on the disk; a new run's directory and config, or a resumed run's log cut back to its step;
-        the callbacks; the signals."""
-        main_decides(self._check_space)
-        if self.is_main and self.resume is None:
-            prepare_run_dir(self.run_dir, self.cfg.run.overwrite or self.restart)
-            save_config(self.cfg, self.run_dir / 'config.json')
-        self.log.start(self.step, resumed=self.resume is not None)
-        self.callbacks('on_fit_start', self)
-        self.accelerator.wait_for_everyone()
-        self.log.run_info(self.run_facts('running'))
-        self._handlers, self._t_log, self._items_log = self._catch_signals(), time.time(), self.items_done
-        self._step_log = self.step
+@patch
+def to_device(self: Trainer, batch: dict) -> dict:
+    "`batch` on this process's device; from pinned memory the copy is asynchronous (`non_blocking`)."
+    dev = self.accelerator.device
+    return {k: v.to(dev, non_blocking=dev.type == 'cuda') for k, v in batch.items()}
 
-    def _check_space(self):
-        "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`06a_rundir`)."
-        c, d = self.cfg, self.run_dir
-        export, ckpt = run_sizes(self.unwrapped)
-        resumed = self.resume is not None
-        have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
-        free = faults().free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or self.restart else 0)
-        check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
+@patch
+def batches(self: Trainer):
+    "Training batches on this process's device, epoch after epoch, from the current data position on."
+    for batch in self.host_batches(): yield self.to_device(batch)
 
-    def _log_step(self, loss, grad_norm):
-        "Keep the step's loss; at a log step, the train record of the losses since the last one."
-        self.pending_losses.append(loss)
-        if self.step % self.cfg.run.log_every and self.step != self.end_step: return
-        now = time.time()
-        seconds = max(now - self._t_log, 1e-9)
-        items_per_s = (self.items_done - self._items_log) / seconds
-        self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
-                     'lr': self.scheduler.get_last_lr()[0],
-                     'grad_norm': float(grad_norm) if grad_norm is not None else None,
-                     **self.repa.figures(),
-                     'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
-                     **throughput_figures(self.flops_per_item, items_per_s, self.peak),
-                     **({'compiled_graphs': compiled_graphs()} if self.cfg.run.compile != 'off' else {}),
-                     **memory_figures(self.accelerator.device)})
-        self.pending_losses, self._t_log, self._items_log, self._step_log = [], now, self.items_done, self.step
+# %% ../nbs/07_train.ipynb #89b1e663
+@patch
+def micro_step(self: Trainer, batch: dict, share: float | None = None):
+    "Forward and backward of `batch`, its loss weighted by its `share` of the step; on the step's last, the update."
+    acc = self.accelerator
+    with acc.accumulate(self.model):
+        with acc.autocast(), self.repa.watching(self.step):        # where REPA catches its block's output
+            loss, _ = self.objective.loss(self.model, batch, self.generator)
+        loss = self.callbacks.on_loss(self, loss)
+        scale = 1.0 if share is None else share * self.cfg.optim.grad_accum      # accelerate divides by grad_accum
+        acc.backward(self.repa.add_term(loss, batch) * scale)       # + repa.weight x the alignment term
+        grad_norm = self._update(loss) if acc.sync_gradients else None
+    return loss.detach(), grad_norm
 
-    def _catch_signals(self) -> dict:
-        "Make SIGTERM and SIGINT only set a flag (main thread only); the handlers they replaced."
-        if threading.current_thread() is not threading.main_thread(): return {}
-        def flag(signum, frame): self.stop_signal = signum
-        return {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}
+@patch
+def _update(self: Trainer, loss) -> torch.Tensor:
+    "Clip, check, step AdamW and the schedule, clear the gradients: once per optimizer step; the gradient norm."
+    grad_norm = full_tensor(self._clip_gradients())          # a sharded model's norm is a replicated DTensor
+    # the one host sync of a step, kept on purpose: raised before the optimizer step, the weights stay the last good
+    # ones; a non-finite loss anywhere in the step (any process: the all-reduce spreads it) makes the gradient norm
+    # non-finite, so every process stops here at the same step
+    if not torch.isfinite(grad_norm): raise NonFiniteError(self._non_finite_reason(loss))
+    # accelerate's wrapper, on a synchronised step of a bf16/fp32 run, is this step: but its own asks importlib
+    # about DeepSpeed and LOMO on every call
+    adamw = self.optimizer.optimizer
+    adamw.step()
+    self.scheduler.step()                    # accelerate's: once per process, as make_scheduler's horizon expects
+    adamw.zero_grad(set_to_none=True)
+    return grad_norm
 
-    def _stop_requested(self) -> bool:
-        "Whether any process was asked to stop (agreed across processes, so all stop at the same step)."
-        stop = self.stop_signal is not None
-        if self.accelerator.num_processes > 1:
-            flag = torch.tensor([float(stop)], device=self.accelerator.device)
-            stop = bool(self.accelerator.reduce(flag, 'max').item())
-            if stop and self.stop_signal is None: self.stop_signal = signal.SIGTERM
-        return stop
+@patch
+def _clip_gradients(self: Trainer) -> torch.Tensor:
+    "The gradient norm, clipped to `optim.grad_clip` (outside FSDP and DeepSpeed: torch's own, as accelerate's)."
+    acc = self.accelerator
+    if acc.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.XLA):
+        return acc.clip_grad_norm_(self.params, self.cfg.optim.grad_clip)
+    acc.unscale_gradients()
+    return torch.nn.utils.clip_grad_norm_(self.params, self.cfg.optim.grad_clip)
 
-    def _stop(self) -> dict:
-        "Checkpoint the step a signal stopped us at and record `stopped_by_signal`; `--resume` continues."
+@patch
+def _non_finite_reason(self: Trainer, loss) -> str:
+    "What went non-finite at this step: the loss where this single process can see it, else the gradient norm."
+    one = self.accelerator.num_processes == 1
+    what = f"loss {loss.item()}" if one and not torch.isfinite(loss) else 'gradient norm'
+    return f"Non-finite {what} at step {self.step}; lower optim.lr or check the data."
+
+@patch
+def _global_weight(self: Trainer, weight: float, masked: bool) -> float:
+    "The step's target elements summed over all processes: an all-reduce only where the counts can differ."
+    world = self.accelerator.num_processes
+    # equal batches without a mask (the sampler says so, the same on every process) hold the same count everywhere
+    if world == 1 or (not masked and getattr(self.sampler, 'equal_batches', False)): return weight * world
+    return float(self.accelerator.reduce(torch.tensor([weight], device=self.accelerator.device), 'sum').item())
+
+# %% ../nbs/07_train.ipynb #da2b9812
+@patch
+def optimizer_steps(self: Trainer):
+    "Train from the current position on; `(loss, grad_norm)` after each optimizer step (counted, EMA updated)."
+    batches, k, world = self.host_batches(), self.cfg.optim.grad_accum, self.accelerator.num_processes
+    while True:
+        micro = [next(batches) for _ in range(k)]
+        weights = [batch_weight(b) for b in micro]           # counted on the host, before the copy: no device sync
+        total = self._global_weight(sum(weights), 'mask' in micro[0])
+        self.items_done += sum(len(b['x1']) for b in micro) * world       # items (not padded slots), for throughput
+        # each micro-batch's share of the step, times the processes (DDP averages the ranks' gradients)
+        losses = [self.micro_step(self.to_device(b), w * world / total) for b, w in zip(micro, weights)]
+        assert self.accelerator.sync_gradients, "the last micro-batch of a step must synchronise the gradients"
+        self.step += 1
+        self.ema.step(self.params)
+        loss = sum(l * w for (l, _), w in zip(losses, weights)) / sum(weights)    # weighted as its gradient is
+        yield loss, losses[-1][1]
+
+# %% ../nbs/07_train.ipynb #5dce3a8d
+@patch
+def validation_loss(self: Trainer, model=None) -> float:
+    "Mean validation loss of `model` (default: raw weights) on the fixed subset, at fixed t and noise."
+    return score(model or self.unwrapped, self.val_objective, self.val_batch, validation_seed(self.cfg),
+                 self.accelerator.device, self.accelerator.autocast)
+
+@patch
+def evaluate(self: Trainer) -> dict:
+    "Validation figures of the current weights: raw and EMA loss, unconditioned and the gap, the task's own."
+    return evaluation_record(self.task, self.objective, self.val_batch, validation_seed(self.cfg), self.unwrapped,
+                             self.ema_weights(), self.accelerator.device, self.accelerator.autocast)
+
+@patch
+def maybe_evaluate(self: Trainer, force: bool = False):
+    "Every `eval.every` steps: score (with a quality pass where one is due), record, act on the evaluation rules."
+    if self.last_eval_step == self.step or not (force or self.step % self.cfg.eval.every == 0): return
+    rec = self.evaluate()
+    if quality_due(self.cfg, self.step, force): rec.update(self.quality_pass())
+    if self.step == 0: rec['floor'] = 'untrained' if self.init_from is None else 'init_from'
+    value, self.last_eval_step = self._metric(rec), self.step
+    rec = self.record({'kind': 'val', **rec})
+    self.callbacks('on_eval', self, rec)
+    if value is None: return                # the metric is a quality figure: the rules see the passes only
+    for event in self.rules.observe(value, self.step): self._on_rule_event(event, value)
+
+@patch
+def quality_pass(self: Trainer) -> dict:
+    "The task's quality figures of the EMA weights (`quality_figures`; rank 0's, for every process) and their cost."
+    figures, t0 = [None], time.time()
+    with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+        if self.is_main:
+            figures[0] = {**quality_figures(self.task, m), 'quality_seconds': round(time.time() - t0, 2)}
+    if self.accelerator.num_processes > 1: broadcast_object_list(figures)
+    return figures[0]
+
+# %% ../nbs/07_train.ipynb #e27943f4
+@patch
+def _metric(self: Trainer, rec: dict) -> float | None:
+    "The value of `eval.metric` in evaluation record `rec`; None for a quality figure where `rec` has no pass."
+    e = self.cfg.eval
+    if e.metric in rec: return rec[e.metric]
+    if quality_passes(self.cfg) and 'quality_seconds' not in rec: return None
+    figures = [k for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    hint = '' if quality_passes(self.cfg) else ('; the quality figures join them with eval.quality_every > 0 '
+                                                '(and at most run.steps)')
+    raise ConfigError(f"eval.metric {e.metric!r} is not a validation figure of this run; "
+                      f"choose one of {', '.join(figures)}{hint}.")
+
+@patch
+def _on_rule_event(self: Trainer, event: str, value: float):
+    "Export a new best, apply a plateau cut, or record why the run ends."
+    r, metric = self.rules, self.cfg.eval.metric
+    if event == 'best':
+        self.checkpointer.export(self, 'best', **{metric: value})
+        return self.accelerator.wait_for_everyone()
+    if event == 'decay':
+        self.set_lr_schedule(self.scheduled_lr)                 # the cut applies from the next step
+        return self.record({'kind': 'plateau', 'lr_scale': r.scale, 'lr': self.lr_at(self.step)})
+    self.end_record = self.record({'kind': event, 'metric': metric, 'value': value, 'best': r.best,
+                                   'best_step': r.best_step})
+
+@patch
+def maybe_sample(self: Trainer, force: bool = False):
+    "Every `eval.sample_every` steps: the strip of the fixed held-out batch, from the EMA weights, on rank 0."
+    if self.strip_batch is None or not (force or self.step % self.cfg.eval.sample_every == 0): return
+    with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+        if self.is_main: self._write_strip(m)
+    self.accelerator.wait_for_everyone()                        # slow sampling cannot trip the other ranks' timeout
+
+@patch
+def _write_strip(self: Trainer, model):
+    b = self.strip_batch
+    fig = self.task.strip_figure(self.task.sample(model, b, 20_000 + self.cfg.run.seed), b, f'step {self.step}')
+    path = self.run_dir / 'samples' / f'step_{self.step:06d}.png'
+    with writing(f'the sample strip of step {self.step}', path):
+        if fig is not None: save_figure(fig, path)
+    if fig is not None: self.callbacks('on_strip_written', self, path)
+
+@patch
+def maybe_checkpoint(self: Trainer):
+    "A checkpoint every `checkpoint.save_every` steps and at every evaluation."
+    if self.step % self.cfg.checkpoint.save_every == 0 or self.step % self.cfg.eval.every == 0:
         self.save_checkpoint()
-        rec = self.record({'kind': 'stopped', 'signal': signal.Signals(self.stop_signal).name})
-        self.log.run_info(self.run_facts('stopped_by_signal', signal=rec['signal'], stopped_at=self.step))
-        return rec
 
-    def _abort(self) -> dict:
-        "End a run the abort rule stopped: checkpoint this step for inspection and record `aborted`; best/ stands."
-        self.save_checkpoint()
-        self.log.run_info(self.run_facts('aborted', reason=self.end_record))
-        self.accelerator.wait_for_everyone()
-        return self.end_record
+@patch
+def save_checkpoint(self: Trainer) -> Path: return self.checkpointer.save(self)
 
-    def _finish(self) -> dict:
-        "The last evaluation, strip and checkpoint; the final export and quality figures; the final record."
-        train_seconds = time.time() - self.log.t_start
-        if self.last_eval_step != self.step: self.maybe_evaluate(force=True)  # not again on a resume from it
-        if self.rules.status == 'aborted': return self._abort()
-        self.maybe_sample(force=True)
-        self.save_checkpoint()
-        status = 'max_steps' if self.step < self.cfg.run.steps else 'completed'
-        if self.rules.status == 'frozen': status = 'frozen'
-        final = {'kind': 'final', 'status': status, 'train_seconds': round(train_seconds, 1)}
-        t0 = time.time()
-        self.checkpointer.export(self, 'final')
-        with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
-            if self.is_main:
-                final.update(self.task.final_quality(m))
-                final['quality_seconds'] = round(time.time() - t0, 1)
-                final['val_loss_ema'] = self.log.last('val')['val_loss_ema']
-        final = self.record(final)
-        self.log.run_info(self.run_facts(status, final=final))
-        self.accelerator.wait_for_everyone()
-        return final
+# %% ../nbs/07_train.ipynb #1a865bfd
+@patch
+def record(self: Trainer, record: dict) -> dict:
+    "Log `record` (metrics.jsonl, in memory) and hand it to the callbacks (heartbeat, tracker: writers too)."
+    with writing(f'the record of step {self.step}', self.run_dir / 'metrics.jsonl'):
+        record = self.log.record(self.step, record)
+        self.callbacks('on_record', self, record)
+    return record
+
+@patch
+def run_facts(self: Trainer, status: str, **extra) -> dict:
+    "`run_info.json`: the status, versions, commit, devices, the task and its data, the model's size, `extra`."
+    acc = self.accelerator
+    return {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
+            'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
+            'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint, 'n_params': n_params(self.unwrapped),
+            'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
+            'sharding': shard_figures(self.unwrapped) if self.sharded else None,
+            'init_from': str(self.init_from) if self.init_from else None, **extra}
+
+@patch
+def fit(self: Trainer) -> dict:
+    """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`06a_rundir`);
+    the final record, or the one that says how the run stopped."""
+    with run_lock(self.run_dir):
+        self._start()
+        try: end = self._train()
+        except BaseException as e:
+            self._end(None, failure=e)
+            raise
+        self._end(end)
+        return end
+
+@patch
+def _train(self: Trainer) -> dict:
+    "The loop: step 0's evaluation, then optimizer steps with their records, evaluations, strips and checkpoints."
+    if self.step == 0: self.maybe_evaluate(force=True)
+    # a resume at the end (killed before the final export, or stopped by --max-steps) only finishes: no step beyond
+    stopped = self._loop() if self.step < self.end_step else None
+    if stopped is not None: return stopped
+    return self._abort() if self.rules.status == 'aborted' else self._finish()
+
+@patch
+def _loop(self: Trainer) -> dict | None:
+    "Optimizer steps to the end step or a rule's stop; the stop record if a signal stopped them."
+    for loss, grad_norm in self.optimizer_steps():
+        self._log_step(loss, grad_norm)
+        self.callbacks('on_step_end', self)
+        if self.step < self.end_step:
+            self.maybe_evaluate()
+            self.maybe_sample()
+            self.maybe_checkpoint()
+        if self.step >= self.end_step or self.rules.status != 'running': return None
+        if self._stop_requested(): return self._stop()
+
+# %% ../nbs/07_train.ipynb #d574dd51
+@patch
+def _end(self: Trainer, end: dict | None, failure: BaseException | None = None):
+    "Put the signal handlers back; after a failure, say so in run_info.json; tell the callbacks how it ended."
+    for sig, h in self._handlers.items(): signal.signal(sig, h)
+    if failure is None: return self.callbacks('on_fit_end', self, end)
+    with suppress(WriteFailed, OSError):            # the first fault is the one to report, not its echo
+        self.log.run_info(self.run_facts('failed', reason=f'{type(failure).__name__}: {failure}'))
+    with suppress(WriteFailed, OSError): self.callbacks('on_fit_end', self, None)
+
+@patch
+def _start(self: Trainer):
+    """Room on the disk; a new run's directory and config, or a resumed run's log cut back to its step;
+    the callbacks; the signals."""
+    main_decides(self._check_space)
+    if self.is_main and self.resume is None:
+        prepare_run_dir(self.run_dir, self.cfg.run.overwrite or self.restart)
+        save_config(self.cfg, self.run_dir / 'config.json')
+    self.log.start(self.step, resumed=self.resume is not None)
+    self.callbacks('on_fit_start', self)
+    self.accelerator.wait_for_everyone()
+    self.log.run_info(self.run_facts('running'))
+    self._handlers, self._t_log, self._items_log = self._catch_signals(), time.time(), self.items_done
+    self._step_log = self.step
+
+@patch
+def _check_space(self: Trainer):
+    "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`06a_rundir`)."
+    c, d = self.cfg, self.run_dir
+    export, ckpt = run_sizes(self.unwrapped)
+    resumed = self.resume is not None
+    have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
+    free = faults().free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or self.restart else 0)
+    check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
+
+@patch
+def _log_step(self: Trainer, loss, grad_norm):
+    "Keep the step's loss; at a log step, the train record of the losses since the last one."
+    self.pending_losses.append(loss)
+    if self.step % self.cfg.run.log_every and self.step != self.end_step: return
+    now = time.time()
+    seconds = max(now - self._t_log, 1e-9)
+    items_per_s = (self.items_done - self._items_log) / seconds
+    self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
+                 'lr': self.scheduler.get_last_lr()[0],
+                 'grad_norm': float(grad_norm) if grad_norm is not None else None,
+                 **self.repa.figures(),
+                 'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
+                 **throughput_figures(self.flops_per_item, items_per_s, self.peak),
+                 **({'compiled_graphs': compiled_graphs()} if self.cfg.run.compile != 'off' else {}),
+                 **memory_figures(self.accelerator.device)})
+    self.pending_losses, self._t_log, self._items_log, self._step_log = [], now, self.items_done, self.step
+
+@patch
+def _catch_signals(self: Trainer) -> dict:
+    "Make SIGTERM and SIGINT only set a flag (main thread only); the handlers they replaced."
+    if threading.current_thread() is not threading.main_thread(): return {}
+    def flag(signum, frame): self.stop_signal = signum
+    return {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+# %% ../nbs/07_train.ipynb #e0f25d70
+@patch
+def _stop_requested(self: Trainer) -> bool:
+    "Whether any process was asked to stop (agreed across processes, so all stop at the same step)."
+    stop = self.stop_signal is not None
+    if self.accelerator.num_processes > 1:
+        flag = torch.tensor([float(stop)], device=self.accelerator.device)
+        stop = bool(self.accelerator.reduce(flag, 'max').item())
+        if stop and self.stop_signal is None: self.stop_signal = signal.SIGTERM
+    return stop
+
+@patch
+def _stop(self: Trainer) -> dict:
+    "Checkpoint the step a signal stopped us at and record `stopped_by_signal`; `--resume` continues."
+    self.save_checkpoint()
+    rec = self.record({'kind': 'stopped', 'signal': signal.Signals(self.stop_signal).name})
+    self.log.run_info(self.run_facts('stopped_by_signal', signal=rec['signal'], stopped_at=self.step))
+    return rec
+
+@patch
+def _abort(self: Trainer) -> dict:
+    "End a run the abort rule stopped: checkpoint this step for inspection and record `aborted`; best/ stands."
+    self.save_checkpoint()
+    self.log.run_info(self.run_facts('aborted', reason=self.end_record))
+    self.accelerator.wait_for_everyone()
+    return self.end_record
+
+@patch
+def _finish(self: Trainer) -> dict:
+    "The last evaluation, strip and checkpoint; the final export and quality figures; the final record."
+    train_seconds = time.time() - self.log.t_start
+    if self.last_eval_step != self.step: self.maybe_evaluate(force=True)  # not again on a resume from it
+    if self.rules.status == 'aborted': return self._abort()
+    self.maybe_sample(force=True)
+    self.save_checkpoint()
+    status = 'max_steps' if self.step < self.cfg.run.steps else 'completed'
+    if self.rules.status == 'frozen': status = 'frozen'
+    final = {'kind': 'final', 'status': status, 'train_seconds': round(train_seconds, 1)}
+    t0 = time.time()
+    self.checkpointer.export(self, 'final')
+    with self.ema_weights() as m:                               # every process: a sharded EMA is gathered
+        if self.is_main:
+            final.update(self.task.final_quality(m))
+            final['quality_seconds'] = round(time.time() - t0, 1)
+            final['val_loss_ema'] = self.log.last('val')['val_loss_ema']
+    final = self.record(final)
+    self.log.run_info(self.run_facts(status, final=final))
+    self.accelerator.wait_for_everyone()
+    return final
 
 # %% ../nbs/07_train.ipynb #d7c00002
 class ProgressOutput(Callback):
