@@ -91,6 +91,22 @@ def records(run) -> list[dict]:
     "The records of `run/metrics.jsonl`."
     return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
 
+def comparable(run) -> list[dict]:
+    "The records of `run` without the fields that measure the machine: what two runs of one seed have in common."
+    from rectiflow.train import run_figures
+    return [run_figures(r) for r in records(run)]
+
+def same_run(a, b):
+    "Runs `a` and `b` have the same records (the machine's fields aside) and bit-identical final weights."
+    import torch
+    assert comparable(a) == comparable(b)
+    wa, wb = final_weights(a), final_weights(b)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+def one_line(err: str) -> bool:
+    "Whether a command said what it had to say on stderr in one line."
+    return len(err.strip().splitlines()) == 1
+
 def final_weights(run) -> dict:
     "The tensors of `run/final/`'s weights, by name."
     from safetensors.torch import load_file

@@ -6,9 +6,8 @@ line or a warning."""
 import json, os, pickle, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
-from conftest import main_in_process, copy_run, records, final_weights, fault_env, TINY_MOONS
+from conftest import main_in_process, copy_run, fault_env, TINY_MOONS, one_line, same_run
 from rectiflow.checkpoint import write_manifest, MANIFEST
-from rectiflow.train import run_figures
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 PARTS = {'model': 'model.safetensors', 'optimizer': 'optimizer.bin', 'scheduler': 'scheduler.bin',
@@ -16,19 +15,10 @@ PARTS = {'model': 'model.safetensors', 'optimizer': 'optimizer.bin', 'scheduler'
          'state': 'trainer_state.json'}
 
 
-def one_line(err: str) -> bool:
-    return len(err.strip().splitlines()) == 1
-
 def one_error(err: str) -> bool:
     "One line of error, after any one-line warnings (a checkpoint read unverified says so)."
     lines = err.strip().splitlines()
     return lines[-1].startswith('rectiflow: error:') and all(l.startswith('rectiflow: warning:') for l in lines[:-1])
-
-def same_run(a, b):
-    "Runs `a` and `b` have the same records (the machine's fields aside) and bit-identical final weights."
-    assert [run_figures(r) for r in records(a)] == [run_figures(r) for r in records(b)]
-    wa, wb = final_weights(a), final_weights(b)
-    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 def truncate(p: Path): p.write_bytes(p.read_bytes()[:len(p.read_bytes()) // 2])
 def delete(p: Path): p.unlink()

@@ -1,11 +1,7 @@
 "The `rectiflow` command end to end, in subprocesses, as a user runs it."
-import json, sys
-from pathlib import Path
+import json
 import pytest
-from conftest import run_cli, main_in_process, TINY_MOONS, BIN, cli_in_process
-
-def records(run):
-    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+from conftest import run_cli, main_in_process, TINY_MOONS, BIN, cli_in_process, records
 
 def test_train_then_sample_writes_a_complete_run(tmp_path):
     run = tmp_path / 'run'

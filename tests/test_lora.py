@@ -5,8 +5,7 @@ import json, shutil
 from types import SimpleNamespace
 import pytest, torch
 from safetensors.torch import load_file, save_file
-from conftest import cli_in_process, main_in_process, TINY_MOONS
-from rectiflow.train import run_figures
+from conftest import cli_in_process, main_in_process, TINY_MOONS, comparable
 from rectiflow.checkpoint import load_ema_state, write_manifest
 
 LORA = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--lora.rank', '4']
@@ -36,9 +35,6 @@ def runs(tmp_path_factory):
     ok(cli_in_process('train', '--resume', '--out', d / 'stopped', '--run.max_steps', '0',
                       '--lora.merge_export', 'true'))
     return SimpleNamespace(base=d / 'base', straight=d / 'straight', stopped=d / 'stopped', refused=refused)
-
-def metrics(run) -> list[dict]:
-    return [run_figures(json.loads(l)) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
 def tensors_equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -83,7 +79,7 @@ def test_a_stopped_lora_run_resumes_bit_identically(runs):
     for name in ('model.safetensors',):
         assert tensors_equal(load_file(str(a / 'checkpoints' / 'step_000020' / name)),
                              load_file(str(b / 'checkpoints' / 'step_000020' / name)))
-    assert metrics(a) == metrics(b)
+    assert comparable(a) == comparable(b)
 
 def test_a_resume_refuses_a_changed_base(runs):
     code, _, err = runs.refused

@@ -5,8 +5,7 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, fault_env
-from rectiflow.train import run_figures
+from conftest import run_cli, fault_env, records, comparable
 
 TASK = 'yourpkg.core:Bars'
 TUTORIAL = Path(__file__).resolve().parents[1] / 'nbs' / 'tutorials' / 'your_task.ipynb'
@@ -75,12 +74,6 @@ def notebook(cells: list[tuple[str, str]]) -> dict:
         return {'cell_type': kind, 'metadata': {}, 'source': src, **extra}
     return {'cells': [cell(k, s) for k, s in cells], 'nbformat': 4, 'nbformat_minor': 4,
             'metadata': {'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}}}
-
-def comparable(run):
-    return [run_figures(r) for r in records(run)]
-
-def records(run) -> list[dict]:
-    return [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
 @pytest.fixture(scope='module')
 def project(tmp_path_factory):

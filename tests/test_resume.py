@@ -1,10 +1,8 @@
 "Resume through the CLI: a run killed with SIGKILL and resumed ends bitwise equal to the uninterrupted run."
 import json, os, signal, subprocess, sys, time
-from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process
-from rectiflow.train import run_figures
+from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable
 from rectiflow.rundir import read_holder
 from rectiflow.checkpoint import write_manifest
 
@@ -13,9 +11,6 @@ RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.e
 def final_tensors(run):
     ckpt = sorted((run / 'checkpoints').glob('step_*'))[-1]
     return load_file(str(run / 'final' / 'model' / 'diffusion_pytorch_model.safetensors')), load_file(str(ckpt / 'model.safetensors'))
-
-def comparable(run):
-    return [run_figures(json.loads(l)) for l in (run / 'metrics.jsonl').read_text().splitlines()]
 
 @pytest.fixture(scope='module')
 def straight(tmp_path_factory):

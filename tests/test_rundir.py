@@ -3,29 +3,20 @@ line, exit 2, and the first run's records stay its own), write faults that lose 
 folder, the earlier checkpoints intact, `--resume` bit-identical once there is room), the pre-flight space check, and
 the memory figures in the records."""
 import json, os, subprocess, sys, time
-from pathlib import Path
-import pytest, torch
-from conftest import main_in_process, copy_run, lock_held, records, final_weights, fault_env, TINY_MOONS
+import pytest
+from conftest import main_in_process, copy_run, lock_held, records, fault_env, TINY_MOONS, one_line, same_run
 from rectiflow.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
 from rectiflow.rundir import read_holder
-from rectiflow.train import run_figures
-import rectiflow.gates, rectiflow.lr_find, rectiflow.tasks     # imported now: the refusals below race a live run
+import rectiflow.gates, rectiflow.lr_find, rectiflow.tasks     # imported now: the refusals below race a live run  # noqa: F401
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 
 
-def one_line(err: str) -> bool:
-    return len(err.strip().splitlines()) == 1
 
 def temporaries(run) -> list[str]:
     return sorted(str(p.relative_to(run)) for p in run.rglob('.tmp*'))
 
 
-def same_run(a, b):
-    "Runs `a` and `b` have the same records (the machine's fields aside) and bit-identical final weights."
-    assert [run_figures(r) for r in records(a)] == [run_figures(r) for r in records(b)]
-    wa, wb = final_weights(a), final_weights(b)
-    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
 def test_a_second_writer_of_each_kind_refuses_while_a_run_trains(tmp_path):

@@ -1,10 +1,6 @@
 "The regression filler task (10_filler) through `rectiflow train --task filler`, tiny, as a user runs it."
 import json
-from pathlib import Path
-from conftest import main_in_process, run_cli, cli_in_process
-
-def records(run):
-    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+from conftest import main_in_process, run_cli, cli_in_process, records
 
 def test_filler_task_trains_from_the_cli_and_beats_its_untrained_floor(tmp_path):
     run = tmp_path / 'filler'

@@ -1,10 +1,6 @@
 "The VAE and latent-digits tasks (09_latents) through the CLI, tiny, as a user runs them."
 import json
-from pathlib import Path
 from conftest import main_in_process, run_cli, cli_in_process
-
-def records(run):
-    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
 
 def test_vae_then_latent_digits_from_the_cli(tmp_path):
     # stage 0: a small VAE, gated by `recon`; then flow matching on its cached latents, decoded for strips and quality

@@ -1,11 +1,7 @@
 "The lines task (11_lines) through the CLI, tiny, as a user runs it."
 import json
 import pytest
-from pathlib import Path
-from conftest import run_cli, cli_in_process
-
-def records(run):
-    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+from conftest import run_cli, cli_in_process, records
 
 def test_lines_task_trains_from_the_cli_and_reads_better_than_untrained(tmp_path):
     run = tmp_path / 'lines'

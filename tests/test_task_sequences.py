@@ -1,10 +1,6 @@
 "The sequences task (12_sequences) through the CLI, tiny, as a user runs it."
 import json
-from pathlib import Path
-from conftest import main_in_process, run_cli, cli_in_process
-
-def records(run):
-    return [json.loads(l) for l in (Path(run) / 'metrics.jsonl').read_text().splitlines()]
+from conftest import main_in_process, run_cli, cli_in_process, records
 
 def test_sequences_task_trains_under_a_frame_budget_from_the_cli(tmp_path):
     run = tmp_path / 'seq'
