@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['Callback', 'Callbacks']
+__all__ = ['Callback', 'Callbacks', 'callback_states', 'load_callback_states']
 
 # %% ../nbs/06h_callbacks.ipynb #6e37be4d
 class Callback:
@@ -23,6 +23,9 @@ class Callback:
     def on_export_written(self, trainer, name: str, path: Path): pass   # export `name` in `path`, not yet published
     def on_strip_written(self, trainer, path: Path): pass       # a sample strip's PNG, written (rank 0)
     def on_fit_end(self, trainer, end: dict | None): pass       # the last record (None: it failed); always called
+    # what it keeps that a resume must take back (tensors, numbers, strings, lists and dicts of them); {}: nothing
+    def state_dict(self) -> dict: return {}
+    def load_state_dict(self, state: dict): pass
 
 # %% ../nbs/06h_callbacks.ipynb #4be30f7b
 class Callbacks:
@@ -42,3 +45,27 @@ class Callbacks:
         "The loss after every callback that changes it."
         for c in self.loss_hooks: loss = c.on_loss(trainer, loss)
         return loss
+
+# %% ../nbs/06h_callbacks.ipynb #026e8a59
+def _keys(items) -> list[str]:
+    "Each callback's key: its class, and its place among the callbacks of that class when there are several."
+    names = [type(c).__qualname__ for c in items]
+    seen = {}
+    keys = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        keys.append(n if seen[n] == 1 else f'{n}#{seen[n]}')
+    return keys
+
+def callback_states(cbs: Callbacks) -> dict:
+    "The state of every callback that keeps one, by key."
+    out = {}
+    for key, c in zip(_keys(cbs.items), cbs.items):
+        state = c.state_dict() if hasattr(c, 'state_dict') else {}
+        if state: out[key] = state
+    return out
+
+def load_callback_states(cbs: Callbacks, states: dict):
+    "Give each callback its state back from `states` (a callback with none there starts afresh)."
+    for key, c in zip(_keys(cbs.items), cbs.items):
+        if key in states and hasattr(c, 'load_state_dict'): c.load_state_dict(states[key])

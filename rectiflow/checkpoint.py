@@ -16,15 +16,16 @@ from .config import Config, ConfigError, RunFileWarning, RETIRED_SECTIONS, save_
 
 # %% auto #0
 __all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'STATE_FILE', 'EMA_FILE',
-           'STREAMS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS', 'RESUME_PARTS', 'RESUMABLE_CHANGES',
-           'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'read_json', 'file_sha256', 'file_entry',
-           'write_manifest', 'Damaged', 'check_manifest', 'update_manifest', 'load_pickle', 'read_part', 'is_run_dir',
-           'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'save_weights', 'class_path',
-           'export_model', 'is_export', 'export_info', 'check_export', 'load_exported_model', 'process_rank',
-           'per_process', 'GeneratorState', 'save_ema_state', 'load_ema_state', 'save_streams', 'load_streams',
-           'checkpoint_dirs', 'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint',
-           'newest_whole', 'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target',
-           'restart_state', 'config_differences', 'with_added_fields', 'check_resumable']
+           'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS', 'RESUME_PARTS',
+           'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'read_json', 'file_sha256',
+           'file_entry', 'write_manifest', 'Damaged', 'check_manifest', 'update_manifest', 'load_pickle', 'read_part',
+           'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'save_weights',
+           'class_path', 'export_model', 'is_export', 'export_info', 'check_export', 'load_exported_model',
+           'process_rank', 'per_process', 'GeneratorState', 'save_ema_state', 'load_ema_state', 'save_streams',
+           'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs', 'publish_checkpoint',
+           'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole', 'find_resume_checkpoint',
+           'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state', 'config_differences',
+           'with_added_fields', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -341,6 +342,7 @@ class GeneratorState:
 
 # %% ../nbs/06_checkpoint.ipynb #090fd935
 STATE_FILE, EMA_FILE, STREAMS_FILE = 'trainer_state.json', 'ema.safetensors', 'streams.safetensors'
+CALLBACKS_FILE = 'callbacks.safetensors'          # what the run's callbacks keep (`06h_callbacks`)
 
 def save_ema_state(state: dict, path):
     "Write an `EMAModel.state_dict()` as safetensors: the shadow weights as tensors, its numbers as JSON metadata."
@@ -363,6 +365,32 @@ def load_streams(path) -> list:
     "The generator states `save_streams` wrote at `path`, by rank."
     tensors = load_file(str(path))
     return [tensors[f'rank.{i}'] for i in range(len(tensors))]
+
+# %% ../nbs/06_checkpoint.ipynb #254ac3e4
+def save_state_tree(tree: dict, path):
+    "Write a nested dict/list of tensors and JSON values as safetensors: the tensors, and the tree as JSON metadata."
+    tensors = {}
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            tensors[str(len(tensors))] = x.detach().cpu().contiguous()
+            return {'__tensor__': str(len(tensors) - 1)}
+        if isinstance(x, dict): return {str(k): walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)): return [walk(v) for v in x]
+        return x
+    skeleton = walk(tree)
+    try: text = json.dumps(skeleton)
+    except TypeError as e: raise TypeError(f"A state to checkpoint holds something other than tensors and JSON: {e}")
+    save_file(tensors, str(path), metadata={'tree': text})
+
+def load_state_tree(path) -> dict:
+    "The tree `save_state_tree` wrote at `path`."
+    with safe_open(str(path), 'pt') as f:
+        def build(x):
+            if isinstance(x, dict):
+                if set(x) == {'__tensor__'}: return f.get_tensor(x['__tensor__'])
+                return {k: build(v) for k, v in x.items()}
+            return [build(v) for v in x] if isinstance(x, list) else x
+        return build(json.loads(f.metadata()['tree']))
 
 # %% ../nbs/06_checkpoint.ipynb #d29aa52d
 def checkpoint_dirs(run_dir) -> list[Path]:

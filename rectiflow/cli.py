@@ -293,7 +293,7 @@ def report_end(final: dict, cfg: Config) -> int:
         print(f"profiled {final['steps']} steps: {final['dir']}/ops.txt (operators by self time), ops.json, trace.json")
         return 0
     if kind == 'stopped':
-        print(f"stopped by {final['signal']} at step {final['step']}; "
+        print(f"stopped by {final.get('signal') or final.get('reason')} at step {final['step']}; "
               f"continue with: rectiflow train --resume --out {cfg.run.out}")
         return 0
     if kind == 'aborted':

@@ -17,7 +17,7 @@ from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import DistributedType, broadcast_object_list
 from diffusers.training_utils import EMAModel
 from safetensors.torch import save_file, load_file, load_model
-from .callbacks import Callback, Callbacks
+from .callbacks import Callback, Callbacks, callback_states, load_callback_states
 from .config import Config, ConfigError, validate_config, config_to_dict, save_config, default_config_of
 from .data import make_loader, loader_options, fingerprint, fixed_subset
 from .models import n_params
@@ -29,7 +29,8 @@ from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, writ
                                   check_resumable, checkpoint_dirs, per_process, process_rank, read_json,
                                   read_checkpoint, check_checkpoint, read_part, load_pickle, is_checkpoint,
                                   write_manifest,
-                                  save_ema_state, save_streams, STATE_FILE, EMA_FILE, STREAMS_FILE, LEGACY_FILES,
+                                  save_ema_state, save_streams, save_state_tree, load_state_tree, CALLBACKS_FILE,
+                                  STATE_FILE, EMA_FILE, STREAMS_FILE, LEGACY_FILES,
                                   CHECKPOINT_FORMAT, WEIGHT_PARTS, RESUME_PARTS, restart_state)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .sampling import flow_scheduler
@@ -214,6 +215,8 @@ def _write(self: Checkpointer, tr, folder: Path):
     if not tr.is_main: return
     save_ema_state(ema, folder / EMA_FILE)
     save_streams(streams, folder / STREAMS_FILE)
+    states = callback_states(tr.callbacks)                  # what your callbacks keep, to resume them too
+    if states: save_state_tree(states, folder / CALLBACKS_FILE)
 
 @patch
 def _write_sharded(self: Checkpointer, tr, folder: Path) -> dict:
@@ -255,6 +258,8 @@ def load(self: Checkpointer, tr, path):
     else: self._load_whole(tr, path, parts)
     GeneratorState(tr.generator).load_state_dict({'state': parts['streams'][0], 'per_rank': parts['streams']})
     tr.repa.load_log_state(self._repa_log(path, parts['state']))
+    if (path / CALLBACKS_FILE).exists():
+        load_callback_states(tr.callbacks, read_part(path, CALLBACKS_FILE, load_state_tree))
     tr.load_state_dict({'progress': parts['state']})
 
 @patch
@@ -406,6 +411,7 @@ def _build(self: Trainer, model=None, objective=None):
     self.step, self.data_pos, self.last_eval_step = 0, [0, 0], None   # (epoch, batch) of the next training batch
     self.pending_losses = []                                           # losses since the last train record
     self.stop_signal, self.end_record = None, None                     # a signal to stop; why the rules ended it
+    self.stop_reason = None                                            # why a callback asked the loop to stop
     self.items_done = 0                                                # training items consumed, all processes
 
 @patch
@@ -838,21 +844,29 @@ def _catch_signals(self: Trainer) -> dict:
 
 # %% ../nbs/07_train.ipynb #e0f25d70
 @patch
+def request_stop(self: Trainer, reason: str):
+    "Ask the loop to stop after this step (a callback's way): it checkpoints and records `stopped` with `reason`."
+    self.stop_reason = str(reason)
+
+@patch
 def _stop_requested(self: Trainer) -> bool:
     "Whether any process was asked to stop (agreed across processes, so all stop at the same step)."
-    stop = self.stop_signal is not None
+    stop = self.stop_signal is not None or self.stop_reason is not None
     if self.accelerator.num_processes > 1:
         flag = torch.tensor([float(stop)], device=self.accelerator.device)
         stop = bool(self.accelerator.reduce(flag, 'max').item())
-        if stop and self.stop_signal is None: self.stop_signal = signal.SIGTERM
+        if stop and self.stop_signal is None and self.stop_reason is None: self.stop_signal = signal.SIGTERM
     return stop
 
 @patch
 def _stop(self: Trainer) -> dict:
-    "Checkpoint the step a signal stopped us at and record `stopped_by_signal`; `--resume` continues."
+    "Checkpoint the step a signal or a callback stopped us at and record `stopped`; `--resume` continues."
     self.save_checkpoint()
-    rec = self.record({'kind': 'stopped', 'signal': signal.Signals(self.stop_signal).name})
-    self.log.run_info(self.run_facts('stopped_by_signal', signal=rec['signal'], stopped_at=self.step))
+    by_signal = self.stop_signal is not None
+    how = {'signal': signal.Signals(self.stop_signal).name} if by_signal else {'reason': self.stop_reason}
+    rec = self.record({'kind': 'stopped', **how})
+    status = 'stopped_by_signal' if by_signal else 'stopped_by_callback'
+    self.log.run_info(self.run_facts(status, **how, stopped_at=self.step))
     return rec
 
 @patch

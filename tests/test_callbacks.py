@@ -1,6 +1,7 @@
 "Your own callbacks from the command line: `--callbacks package.module:Name`, importable from the working directory."
 import json
-from conftest import run_cli, TINY_MOONS
+from conftest import run_cli, cli_in_process, comparable, same_run, TINY_MOONS
+from rectiflow.checkpoint import load_state_tree
 
 EVENTS = '''
 import json
@@ -64,3 +65,57 @@ def test_a_bad_callback_path_is_one_line_and_nothing_is_written(tmp_path):
     p = run_cli('train', *FOUR_STEPS, '--out', 'runs/bad', '--callbacks', 'mymod:Missing', cwd=tmp_path)
     assert p.returncode == 2 and 'Missing' in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / 'runs' / 'bad').exists()
+
+
+OUTSIDE = '''
+import torch
+from rectiflow.callbacks import Callback
+
+class LossNoise(Callback):
+    "A term of its own on every loss, drawn from its own generator: what it keeps must resume with the run."
+    def __init__(self): self.g, self.draws = torch.Generator().manual_seed(7), 0
+    def on_loss(self, tr, loss):
+        self.draws += 1
+        return loss * (1 + 0.1 * torch.randn((), generator=self.g))
+    def state_dict(self): return {'g': self.g.get_state(), 'draws': self.draws}
+    def load_state_dict(self, state):
+        self.g.set_state(state['g'])
+        self.draws = state['draws']
+
+class StopAt6(Callback):
+    "Asks the loop to stop after step 6."
+    def on_step_end(self, tr):
+        if tr.step == 6: tr.request_stop('enough for now')
+'''
+TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
+
+def test_a_callback_from_outside_with_state_of_its_own_resumes_bit_identically(tmp_path, one_thread):
+    (tmp_path / 'outside.py').write_text(OUTSIDE)
+    noisy = [*TINY, '--callbacks', 'outside:LossNoise']
+    assert run_cli('train', *noisy, '--out', 'straight', cwd=tmp_path).returncode == 0
+    p = cli_in_process('train', *noisy, '--out', 'parted', '--max-steps', '10', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    saved = load_state_tree(tmp_path / 'parted' / 'checkpoints' / 'step_000010' / 'callbacks.safetensors')
+    assert saved['LossNoise']['draws'] == 10
+    p = cli_in_process('train', '--resume', '--out', 'parted', '--max-steps', '0', '--no-progress', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    same_run(tmp_path / 'straight', tmp_path / 'parted')
+    assert comparable(tmp_path / 'straight') != comparable(tiny_run_like(tmp_path))      # the term did change the run
+
+def tiny_run_like(tmp_path):
+    "The same run without the callback, for the check that the callback changed something."
+    p = cli_in_process('train', *TINY, '--out', 'plain', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    return tmp_path / 'plain'
+
+def test_a_callback_asks_the_loop_to_stop_and_the_run_resumes_to_the_same_end(tmp_path, tiny_run, one_thread):
+    (tmp_path / 'outside.py').write_text(OUTSIDE)
+    p = cli_in_process('train', *TINY, '--out', 'run', '--callbacks', 'outside:StopAt6', cwd=tmp_path)
+    assert p.returncode == 0 and 'stopped by enough for now at step 6' in p.stdout, p.stdout + p.stderr
+    run = tmp_path / 'run'
+    info = json.loads((run / 'run_info.json').read_text())
+    assert (info['status'], info['reason'], info['stopped_at']) == ('stopped_by_callback', 'enough for now', 6)
+    assert (run / 'checkpoints' / 'step_000006').is_dir()
+    p = cli_in_process('train', '--resume', '--out', run, '--no-progress', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    same_run(run, tiny_run)
