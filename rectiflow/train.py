@@ -31,7 +31,7 @@ from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, writ
                                   write_manifest,
                                   save_ema_state, save_streams, save_state_tree, load_state_tree, CALLBACKS_FILE,
                                   STATE_FILE, EMA_FILE, STREAMS_FILE, LEGACY_FILES,
-                                  CHECKPOINT_FORMAT, WEIGHT_PARTS, RESUME_PARTS, restart_state)
+                                  CHECKPOINT_FORMAT, WEIGHT_PARTS, RESUME_PARTS, restart_state, find_resume_checkpoint)
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .sampling import flow_scheduler
 from .tracking import Tracker, make_tracker
@@ -325,11 +325,7 @@ class Trainer:
         self.train_ds, self.val_ds, self.data_info = datasets or task.data    # a gate may pass a subset, frozen draws
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)    # a bad --out fails before anything is built
         self.fingerprint = fingerprint(self.train_ds)                         # None where a dataset cannot be hashed
-        # a run killed before its first checkpoint is begun again, as it was (--resume of a requeued command)
-        self.restart = resume is not None and not is_checkpoint(resume)
-        if resume is not None: self._check_resumable(resume)
-        if self.restart:
-            resume, init_from = None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from')
+        resume, init_from = self._resume_target(resume, init_from)      # None for a run begun again (`restart`)
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
         self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (06f_lora)
         self.callbacks = Callbacks([*default_callbacks(), *callbacks])
@@ -422,6 +418,19 @@ def _check_resumable(self: Trainer, resume):
     n = self.accelerator.num_processes
     check_resumable({'num_processes': n, **state}, cfg, self.fingerprint, n,
                     defaults=config_to_dict(default_config_of(self.cfg)))
+
+# %% ../nbs/07_train.ipynb #b3388212
+@patch
+def _resume_target(self: Trainer, resume, init_from) -> tuple:
+    """`(checkpoint, init_from)` for `resume`: the checkpoint it names (a run: its newest whole one), checked against
+    this run's config and data; a run killed before its first checkpoint is begun again as it was (`restart`)."""
+    self.restart = False
+    if resume is None: return None, init_from
+    if not is_checkpoint(resume) and checkpoint_dirs(resume): resume = find_resume_checkpoint(resume)
+    self.restart = not is_checkpoint(resume)
+    self._check_resumable(resume)
+    if not self.restart: return resume, init_from
+    return None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from')
 
 # %% ../nbs/07_train.ipynb #9ba78eb3
 @patch

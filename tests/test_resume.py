@@ -2,7 +2,7 @@
 import json, os, signal, subprocess, sys, time
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable
+from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
 from rectiflow.rundir import read_holder
 from rectiflow.checkpoint import write_manifest
 
@@ -175,3 +175,15 @@ def test_a_runs_config_holds_no_fault_injection_and_one_with_the_old_debug_secti
     assert code == 0, err
     code, _, err = main_in_process('train', '--resume', '--out', run, '--steps', '30', '--no-progress')
     assert code == 0, err
+
+def test_the_python_api_resumes_a_run_directory_from_its_newest_checkpoint(tiny_run, tmp_path, one_thread):
+    import shutil
+    from rectiflow.tasks import load_config, train
+    run = copy_run(tiny_run, tmp_path / 'run')
+    for gone in ('final', 'checkpoints/step_000020'): shutil.rmtree(run / gone)
+    first = (run / 'metrics.jsonl').read_text().splitlines()[0]         # step 0's record, with the time it took
+    cfg = load_config(run / 'config.json')
+    cfg.run.out = str(run)
+    train(cfg, progress=False, resume=run)                      # a run directory, not a checkpoint: its newest
+    assert (run / 'metrics.jsonl').read_text().splitlines()[0] == first     # continued, not begun again
+    same_run(run, tiny_run)
