@@ -17,15 +17,15 @@ from .config import Config, ConfigError, RunFileWarning, RETIRED_SECTIONS, save_
 # %% auto #0
 __all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'EXPORT_FORMAT', 'STATE_FILE', 'EMA_FILE',
            'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS', 'RESUME_PARTS',
-           'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'read_json', 'file_sha256',
-           'file_entry', 'write_manifest', 'Damaged', 'check_manifest', 'update_manifest', 'load_pickle', 'read_part',
-           'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions', 'save_weights',
-           'class_path', 'export_model', 'is_export', 'export_info', 'check_export', 'load_exported_model',
-           'process_rank', 'per_process', 'GeneratorState', 'save_ema_state', 'load_ema_state', 'save_streams',
-           'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs', 'publish_checkpoint',
-           'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole', 'find_resume_checkpoint',
-           'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state', 'config_differences',
-           'with_added_fields', 'check_resumable']
+           'RESUMABLE_CHANGES', 'write_text_atomic', 'write_json_atomic', 'read_jsonl', 'json_object', 'read_json',
+           'file_sha256', 'file_entry', 'write_manifest', 'Damaged', 'check_manifest', 'update_manifest', 'load_pickle',
+           'read_part', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'git_commit', 'library_versions',
+           'save_weights', 'class_path', 'export_model', 'is_export', 'export_info', 'check_export',
+           'load_exported_model', 'process_rank', 'per_process', 'GeneratorState', 'save_ema_state', 'load_ema_state',
+           'save_streams', 'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs',
+           'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole',
+           'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state',
+           'config_differences', 'with_added_fields', 'check_resumable']
 
 # %% ../nbs/06_checkpoint.ipynb #c818db6f
 def write_text_atomic(path, text: str):
@@ -61,16 +61,19 @@ def read_jsonl(path) -> list[dict]:
     return out
 
 # %% ../nbs/06_checkpoint.ipynb #3e68ba9a
+def json_object(path) -> dict:
+    "The JSON object in the file `path` (`ValueError` where it holds anything else)."
+    obj = json.loads(Path(path).read_bytes())
+    if not isinstance(obj, dict): raise ValueError(f"it holds a {type(obj).__name__}, not an object")
+    return obj
+
 def read_json(path, what: str = 'file') -> dict:
     "The JSON object in `path`; a `ConfigError` naming the file (`what` it is) where it is missing or damaged."
-    path = Path(path)
-    try: obj = json.loads(path.read_bytes())
+    try: return json_object(path)
     except FileNotFoundError: raise ConfigError(f"The {what} {path} is missing.") from None
     except (OSError, ValueError) as e:
-        raise ConfigError(f"The {what} {path} is damaged (not JSON: {type(e).__name__}); restore it.") from None
-    if not isinstance(obj, dict):
-        raise ConfigError(f"The {what} {path} is damaged (it holds a {type(obj).__name__}, not an object); restore it.")
-    return obj
+        why = str(e) if type(e) is ValueError else f'not JSON: {type(e).__name__}'
+        raise ConfigError(f"The {what} {path} is damaged ({why}); restore it.") from None
 
 # %% ../nbs/06_checkpoint.ipynb #85c605ce
 MANIFEST = 'manifest.json'
@@ -271,8 +274,8 @@ def export_info(path) -> dict:
     path = Path(path)
     if not (path / 'info.json').is_file():
         raise ConfigError(f"{path} is not a rectiflow export (no info.json of one); give best/, final/ or a run.")
-    info = read_part(path, 'info.json', lambda p: json.loads(p.read_bytes()))
-    if not isinstance(info, dict) or info.get('format') != EXPORT_FORMAT:
+    info = read_part(path, 'info.json', json_object)
+    if info.get('format') != EXPORT_FORMAT:
         raise ConfigError(f"{path} is not a rectiflow export (its info.json is not one); give best/, final/ or a run.")
     return info
 
@@ -430,8 +433,7 @@ def _legacy_streams(path) -> list:
 def read_checkpoint(path, parts=WEIGHT_PARTS, rank: int = 0) -> dict:
     "The `parts` of the step checkpoint at `path` (`state` always), read safely; `Damaged` naming the first that fails."
     path = Path(path)
-    state = read_part(path, STATE_FILE, lambda p: json.loads(p.read_bytes()))
-    if not isinstance(state, dict): raise Damaged(path, STATE_FILE, 'is not a JSON object')
+    state = read_part(path, STATE_FILE, json_object)
     legacy = state.get('checkpoint_format', 1) < CHECKPOINT_FORMAT
     files = {'model': ('model.safetensors', lambda p: load_file(str(p))), 'optimizer': ('optimizer.bin', load_pickle),
              'scheduler': ('scheduler.bin', load_pickle), 'rng': (rng_file(path, rank), load_pickle),

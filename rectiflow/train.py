@@ -526,7 +526,7 @@ def checkpoint_state(self: Trainer) -> dict:
     return {**self.progress_state(), 'fingerprint': self.fingerprint, 'best': self.best, 'git_commit': git_commit(),
             'versions': library_versions(), 'num_processes': self.accelerator.num_processes,
             'config': config_to_dict(self.cfg), 'checkpoint_format': CHECKPOINT_FORMAT,
-            **({'repa_log': self.repa.log_state()} if self.repa.log_state() is not None else {})}
+            'repa_log': self.repa.log_state()}                          # None: no REPA
 
 @patch
 def export_info(self: Trainer, **extra) -> dict:
