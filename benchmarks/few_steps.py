@@ -15,7 +15,7 @@ NFES, SOLVERS, SHIFTS = (1, 2, 4, 8, 16, 32), ('euler', 'midpoint', 'heun'), (1.
 
 def sweep(run: Path) -> dict:
     "The run's sweeps, one per time shift, with how long each took."
-    from rectiflow.sweep import nfe_sweep
+    from rectiflow.tools.sweep import nfe_sweep
     out = {}
     for shift in SHIFTS:
         t0 = time.time()
@@ -25,7 +25,7 @@ def sweep(run: Path) -> dict:
 
 def best_within(sweeps: dict, max_nfe: int) -> dict:
     "The best row at most `max_nfe` NFE over the shifts, with its shift and its ratio to the reference."
-    from rectiflow.sweep import best_setting
+    from rectiflow.tools.sweep import best_setting
     rows = [(s, best_setting(sw, max_nfe)) for s, sw in sweeps.items()]
     shift, row = min(((s, r) for s, r in rows if r is not None), key=lambda sr: sr[1]['fd'])
     ref = sweeps[shift]['reference']['fd']

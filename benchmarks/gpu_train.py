@@ -3,7 +3,7 @@ on the digits default and on a DiT over synthetic 16x32x32 latent shards (~170M 
 
 Each run is the CLI as a user starts it, for a fixed number of steps; its figures are read back from its own
 `metrics.jsonl` (the train records after the first, so compilation is not in them): step time, items/s,
-TFLOP/s and MFU (rectiflow's own counting, against the dense bf16 peak of the device table in `06e_speed`),
+TFLOP/s and MFU (rectiflow's own counting, against the dense bf16 peak of the device table in `18_run.speed`),
 the device's peak memory and the graphs dynamo compiled. No VAE can be downloaded on the GPU machine: the
 latents are synthetic (class-dependent patterns plus noise) and their decoder a small randomly initialised
 `AutoencoderKL`, saved beside them, that only the sample strips use.
@@ -22,8 +22,8 @@ VARIANTS = {'eager': [], 'regional': ['--run.compile', 'regional'],
 def write_latent_shards(out: Path, n_train: int, n_val: int, channels: int, size: int, classes: int = 10) -> Path:
     "Synthetic latent shards at `out` (a class-dependent pattern plus noise per item) and the VAE that decodes them."
     from diffusers import AutoencoderKL
-    from rectiflow.shards import ShardWriter, StatsAccumulator, latent_manifest, write_shards_manifest
-    from rectiflow.vae import encoder_fingerprint
+    from rectiflow.data.shards import ShardWriter, StatsAccumulator, latent_manifest, write_shards_manifest
+    from rectiflow.flow.vae import encoder_fingerprint
     torch.manual_seed(0)
     # three downsamplings: latents of size s decode to images of 8s, as the SD VAEs do
     vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=channels, block_out_channels=(8, 8, 8, 8),

@@ -12,9 +12,9 @@ import argparse, json, math, platform, tempfile, time
 from pathlib import Path
 import torch
 from rectiflow.config import apply_overrides
-from rectiflow.tasks import preset, task_trainer
-from rectiflow.train import NonFiniteError
-from rectiflow.lr_find import lr_find
+from rectiflow.tasks.registry import preset, task_trainer
+from rectiflow.run.trainer import NonFiniteError
+from rectiflow.tools.lr_find import lr_find
 
 def sweep_run(lr: float, steps: int, warmup: int, seed: int) -> dict:
     "Train the digits default `steps` steps at constant `lr`; the final validation losses and the mean of the last 20% of training losses."

@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from diffusers.training_utils import EMAModel
 from rectiflow.config import apply_overrides
-from rectiflow.losses import sample_t, interpolate, target_velocity
-from rectiflow.schedules import schedule_lr
-from rectiflow.tasks import preset, make_task
-from rectiflow.train import Trainer
+from rectiflow.flow.objective import sample_t, interpolate, target_velocity
+from rectiflow.run.schedules import schedule_lr
+from rectiflow.tasks.registry import preset, make_task
+from rectiflow.run.trainer import Trainer
 
 CASES = {'digits': {'data': None, 'overrides': [], 'blocks': 30, 'steps': 10},
          'tiny': {'data': 'moons', 'overrides': ['--task.channels', '64', '--data.batch_size', '256', '--run.steps', '5000'],

@@ -1,5 +1,5 @@
 """Your own folder, as a new user trains it: `rectiflow train --data FOLDER` at the defaults, on a generated folder of
-labelled RGB 32x32 images (coloured shapes, `shapes_image_folder` of 05c_gauge), with the quality passes the preset
+labelled RGB 32x32 images (coloured shapes, `shapes_image_folder` of 08_eval.gauge), with the quality passes the preset
 turns on for data on disk (every 400 steps, 200 samples, the gauge trained on the folder's training split).
 
     python benchmarks/own_folder.py            # 4 shapes x 300 images, 800 steps at the defaults: ~30 min, 2 CPU cores
@@ -23,13 +23,13 @@ SMOKE = ['--steps', '8', '--data.batch_size', '16', '--task.channels', '16,32', 
 
 def make_folder(root: Path, per_class: int, shapes: int) -> Path:
     "The labelled folder of coloured shapes: `per_class` RGB 32x32 images of each of the first `shapes` shapes."
-    from rectiflow.gauge import SHAPES, shapes_image_folder
+    from rectiflow.eval.gauge import SHAPES, shapes_image_folder
     if not root.is_dir(): shapes_image_folder(root, per_class=per_class, size=32, shapes=SHAPES[:shapes])
     return root
 
 def gauge_seconds(folder: Path) -> tuple[float, bool]:
     "Train (or load) the folder's gauge as a run of it does: its seconds, and whether the cache had it."
-    from rectiflow.tasks import make_task, preset
+    from rectiflow.tasks.registry import make_task, preset
     t0 = time.time()
     gauge = make_task(preset(data=str(folder))).gauge
     return round(time.time() - t0, 1), gauge.hit

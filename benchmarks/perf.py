@@ -23,8 +23,8 @@ def step_times(run_dir) -> dict:
 
 def quality_curve(run_result, keys) -> list[dict]:
     "Quality figures `keys` at each kept step checkpoint of a finished run and at its end (the final record)."
-    from rectiflow.checkpoint import checkpoint_dirs
-    from rectiflow.tasks import evaluate_checkpoint
+    from rectiflow.run.checkpoint import checkpoint_dirs
+    from rectiflow.tasks.registry import evaluate_checkpoint
     out, times = Path(run_result['out']), step_times(run_result['out'])
     final = run_result['final']
     points = []
@@ -59,7 +59,7 @@ def quality_at_budget(run, seeds=(0, 1, 2)) -> dict:
 
 def samplers(model_dir, nfes=(4, 8, 16, 32, 100), solvers=('euler', 'heun', 'midpoint'), threads: int | None = None) -> dict:
     "Digits quality and time per sample of each solver at each NFE budget, from one trained digits-default model."
-    from rectiflow.tasks import load_run
+    from rectiflow.tasks.registry import load_run
     run = Path(model_dir)
     loaded = load_run(run)
     cfg, task, model = loaded.cfg, loaded.task, loaded.model
@@ -83,7 +83,7 @@ def samplers(model_dir, nfes=(4, 8, 16, 32, 100), solvers=('euler', 'heun', 'mid
 
 def loader_throughput(ds, batch_size: int, seconds: float = 3.0, **loader_kw) -> float:
     "Items per second a DataLoader over `ds` (the trainer's batch sampler and collate) delivers, for about `seconds`."
-    from rectiflow.data import EpochBatchSampler, make_loader
+    from rectiflow.data.batches import EpochBatchSampler, make_loader
     sampler = EpochBatchSampler(len(ds), batch_size, seed=0)
     items, t0, epoch = 0, time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:
@@ -114,8 +114,8 @@ def write_png_folder(root: Path, n: int, size: int = 64, groups: int = 50):
 
 def data(step_ms: float | None, n_files: int = 3000) -> dict:
     "Loader throughput against what a training step consumes: the digits default (batched and one-by-one fetch), and a folder of PNG files decoded on demand (0 and 2 workers) with its resident memory over an epoch."
-    from rectiflow.tasks import preset, make_task
-    from rectiflow.files import ImageOptions, image_datasets, epoch_memory
+    from rectiflow.tasks.registry import preset, make_task
+    from rectiflow.data.files import ImageOptions, image_datasets, epoch_memory
     cfg = preset()
     train = make_task(cfg).train_ds
     bs = cfg.data.batch_size
@@ -148,7 +148,7 @@ def _time(fn, repeats: int = 30, warmup: int = 3) -> float:
 def ema_update() -> dict:
     "One EMA update of the digits default model's parameters: a Python loop over tensors against one foreach update."
     from diffusers.training_utils import EMAModel
-    from rectiflow.tasks import preset, make_task
+    from rectiflow.tasks.registry import preset, make_task
     cfg = preset()
     model = make_task(cfg).make_model()
     r = {}
@@ -162,7 +162,7 @@ def ema_update() -> dict:
 
 def channels_last() -> dict:
     "Forward + backward of the digits default UNet on a training batch, default memory format against channels_last."
-    from rectiflow.tasks import preset, make_task
+    from rectiflow.tasks.registry import preset, make_task
     cfg = preset()
     torch.manual_seed(0)
     model = make_task(cfg).make_model()

@@ -26,8 +26,8 @@ def train_encoder(seed: int, folder: Path, epochs: int, width: int = 64, depth: 
     a digit classifier on split `seed`'s training digits, shifted by a pixel at random; its encoder saved."""
     import torch
     from transformers import ConvNextConfig, ConvNextForImageClassification
-    from rectiflow.embedded import digits_split
-    from rectiflow.metrics import shift_digits
+    from rectiflow.data.embedded import digits_split
+    from rectiflow.eval.metrics import shift_digits
     t0 = time.time()
     split = digits_split(seed)
     (x, y), (xv, yv) = split['train'], split['val']

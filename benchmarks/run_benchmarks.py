@@ -41,8 +41,8 @@ def checkpoint(repeats=5):
     """Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`), and what
     its manifest costs: hashing every file when it is written, and again when it is checked before a read."""
     import tempfile
-    from rectiflow.checkpoint import write_manifest, check_manifest
-    from rectiflow.tasks import preset, task_trainer
+    from rectiflow.run.checkpoint import write_manifest, check_manifest
+    from rectiflow.tasks.registry import preset, task_trainer
     with tempfile.TemporaryDirectory() as d:
         cfg = preset()
         cfg.run.out = f'{d}/run'
@@ -94,8 +94,8 @@ class IgnoresInput(torch.nn.Module):
 
 def gates():
     "Each gate on the digits default (and the overfit gate on a model that ignores its input), in process, timed."
-    from rectiflow.tasks import preset
-    from rectiflow.gates import run_gate
+    from rectiflow.tasks.registry import preset
+    from rectiflow.tools.gates import run_gate
     cfg, out = preset(), {}
     runs = [('data', {}), ('overfit', {}), ('overfit (input-ignoring model)', {'model': IgnoresInput((1, 8, 8))}), ('resume', {}), ('lr', {})]
     for label, kw in runs:
@@ -195,7 +195,7 @@ def perf_md(res) -> list[str]:
         lines += ['## Data loading', '', *meta(res, 'data'),
                   f"Items per second each loader delivers (in this process, the trainer's batch sampler and collate), against the "
                   f"{c or float('nan'):.0f} items/s a digits-default training step consumes (batch {d['batch_size']}, from the overhead "
-                  'benchmark). The PNG folder is random 64x64 grayscale images read through `rectiflow.files` (opened and decoded per '
+                  'benchmark). The PNG folder is random 64x64 grayscale images read through `rectiflow.data.files` (opened and decoded per '
                   'batch, batches of 32).', '',
                   '| data | loader delivers | headroom over a training step |', '|---|---|---|']
         lines += [f"| {x['data']} | {x['items_per_s']:.0f} items/s | {x['headroom'] or float('nan'):.1f}x |" for x in d['rows']]

@@ -36,8 +36,8 @@ def free_port() -> int:
     raise RuntimeError('no free port below the ephemeral range')
 
 def fault_env(**faults) -> dict:
-    "The environment that switches the tests' `faults` on for a command a test starts (`rectiflow.testing`)."
-    from rectiflow.testing import FAULTS_ENV
+    "The environment that switches the tests' `faults` on for a command a test starts (`rectiflow.run.faults`)."
+    from rectiflow.run.faults import FAULTS_ENV
     return {FAULTS_ENV: ','.join(f'{k}={v}' for k, v in faults.items())}
 
 def main_in_process(*args, cwd=None, faults=None) -> tuple[int, str, str]:
@@ -45,7 +45,7 @@ def main_in_process(*args, cwd=None, faults=None) -> tuple[int, str, str]:
     tests' `faults` (a dict) switched on. For the many bad-input cases, which each cost a process start (the imports:
     seconds) as a subprocess; a few subprocess cases beside them check that a fresh process prints nothing else."""
     from rectiflow.cli import main
-    from rectiflow.testing import injected
+    from rectiflow.run.faults import injected
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
     try:
         if cwd is not None: os.chdir(cwd)
@@ -93,7 +93,7 @@ def records(run) -> list[dict]:
 
 def comparable(run) -> list[dict]:
     "The records of `run` without the fields that measure the machine: what two runs of one seed have in common."
-    from rectiflow.train import run_figures
+    from rectiflow.run.trainer import run_figures
     return [run_figures(r) for r in records(run)]
 
 def same_run(a, b):
@@ -128,7 +128,7 @@ def copy_run(run, to) -> Path:
 @contextmanager
 def lock_held(*dirs, command='the other writer'):
     "Another process holding the run locks of `dirs` for the block (killed with SIGKILL after it); the process."
-    code = ('import contextlib\nfrom rectiflow.rundir import run_lock\nwith contextlib.ExitStack() as s:\n'
+    code = ('import contextlib\nfrom rectiflow.run.guards import run_lock\nwith contextlib.ExitStack() as s:\n'
             f'    for d in {[str(d) for d in dirs]!r}: s.enter_context(run_lock(d, {command!r}))\n'
             "    print('held', flush=True)\n    input()")
     proc = subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

@@ -1,8 +1,8 @@
 "One optimizer step on frozen draws, for test_multiprocess: run under torchrun (N processes) or plain python (1)."
 import os, sys, torch
 from rectiflow.config import apply_overrides
-from rectiflow.tasks import preset, make_task
-from rectiflow.train import Trainer, FrozenDraws
+from rectiflow.tasks.registry import preset, make_task
+from rectiflow.run.trainer import Trainer, FrozenDraws
 
 out, batch = sys.argv[1], int(sys.argv[2])
 cfg = apply_overrides(preset(data='moons'), ['--run.out', f'{out}/run', '--run.steps', '1', '--task.n_train', '1024',

@@ -13,10 +13,10 @@ ARTIFACTS = Path(__file__).parent / 'artifacts'
 WAIT_S = 120  # every single wait; headless Chromium and a cold kernel on two shared cores are slow
 
 # The notebook the browser runs, next to two tiny training runs `run/` and `run_b/`: every widget of
-# `rectiflow.widgets`, each shown with something to show (a compare pane, gate results, a range test).
+# `rectiflow.ui.widgets`, each shown with something to show (a compare pane, gate results, a range test).
 CELLS = [
-    'from rectiflow.widgets import LossCurves, SampleGrid, GateBoard, RunComparison, LRFinder\n'
-    'from rectiflow.tasks import load_config',
+    'from rectiflow.ui.widgets import LossCurves, SampleGrid, GateBoard, RunComparison, LRFinder\n'
+    'from rectiflow.tasks.registry import load_config',
     'LossCurves("run", "run_b")',
     'grid = SampleGrid("run"); grid.compare.value = True; grid',
     'board = GateBoard("run"); board.run("data"); board.run("overfit"); board',

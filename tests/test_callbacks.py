@@ -1,11 +1,11 @@
 "Your own callbacks from the command line: `--callbacks package.module:Name`, importable from the working directory."
 import json
 from conftest import run_cli, cli_in_process, comparable, same_run, TINY_MOONS
-from rectiflow.checkpoint import load_state_tree
+from rectiflow.run.checkpoint import load_state_tree
 
 EVENTS = '''
 import json
-from rectiflow.train import Callback
+from rectiflow.run.trainer import Callback
 
 class Events(Callback):
     "Writes down (event, step) as the trainer calls it, into RUN/events.json at the end."
@@ -30,7 +30,7 @@ class Doubled(Callback):
 FOUR_STEPS = [*TINY_MOONS, '--steps', '4', '--run.log_every', '2', '--eval.every', '2', '--eval.sample_every', '4',
               '--checkpoint.save_every', '4']
 
-# the same run as 07_train's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
+# the same run as 24_run.trainer's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
 EXPECTED = [('fit_start', 0), ('val', 0), ('eval', 0),
             ('loss', 0), ('step_end', 1),
             ('loss', 1), ('train', 2), ('step_end', 2), ('val', 2), ('eval', 2), ('checkpoint', 2),
@@ -69,7 +69,7 @@ def test_a_bad_callback_path_is_one_line_and_nothing_is_written(tmp_path):
 
 OUTSIDE = '''
 import torch
-from rectiflow.callbacks import Callback
+from rectiflow.run.callbacks import Callback
 
 class LossNoise(Callback):
     "A term of its own on every loss, drawn from its own generator: what it keeps must resume with the run."

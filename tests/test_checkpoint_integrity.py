@@ -7,7 +7,7 @@ import json, os, pickle, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from conftest import main_in_process, copy_run, fault_env, TINY_MOONS, one_line, same_run
-from rectiflow.checkpoint import write_manifest, MANIFEST
+from rectiflow.run.checkpoint import write_manifest, MANIFEST
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 PARTS = {'model': 'model.safetensors', 'optimizer': 'optimizer.bin', 'scheduler': 'scheduler.bin',
@@ -99,7 +99,7 @@ def test_a_planted_pickle_is_refused_unread_by_every_command_that_reads_a_run(ti
         main_in_process('evaluate', ckpts[-1])[2]
     assert 'optimizer.bin holds code, not data' in main_in_process('train', '--resume', newest)[2]
     from rectiflow.config import ConfigError
-    from rectiflow.tasks import load_run
+    from rectiflow.tasks.registry import load_run
     with pytest.raises(ConfigError, match='final is damaged: model cannot be read'):
         load_run(current)
     assert not marker.exists()
@@ -111,7 +111,7 @@ def test_a_checkpoint_written_before_manifests_is_still_read_with_a_warning(tiny
         state = json.loads((ckpt / 'trainer_state.json').read_text())
         state.pop('checkpoint_format')
         (ckpt / 'trainer_state.json').write_text(json.dumps(state))
-        from rectiflow.checkpoint import load_ema_state, load_streams
+        from rectiflow.run.checkpoint import load_ema_state, load_streams
         torch.save(load_ema_state(ckpt / 'ema.safetensors'), ckpt / 'custom_checkpoint_0.pkl')
         streams = load_streams(ckpt / 'streams.safetensors')
         torch.save({'state': streams[0], 'per_rank': streams}, ckpt / 'custom_checkpoint_1.pkl')
@@ -159,8 +159,8 @@ def test_a_runs_damaged_files_are_one_line_or_a_warning(tiny_run, tmp_path, one_
         (run / name).write_bytes(b'\xff\xfe\x00 not json')
     code, out, err = main_in_process('export', run, tmp_path / 'out')                   # only informative: warnings
     assert code == 0 and 'run_info.json is damaged' in err, err
-    from rectiflow.sweep import read_sweep
-    from rectiflow.lr_find import LRFindResult
+    from rectiflow.tools.sweep import read_sweep
+    from rectiflow.tools.lr_find import LRFindResult
     from rectiflow.config import ConfigError
     with pytest.warns(UserWarning, match='nfe_sweep.json is damaged'): assert read_sweep(run) is None
     with pytest.raises(ConfigError, match='lr_find.jsonl holds no whole range test'): LRFindResult.load(run)

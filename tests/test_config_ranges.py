@@ -7,7 +7,7 @@ from typing import get_type_hints
 import pytest
 from conftest import main_in_process
 from rectiflow.config import Config, ConfigError, apply_overrides, check_ranges, field_ranges, validate_config
-from rectiflow.tasks import BUILTIN_TASKS, DEFAULT_TASK, preset, resolve_task, task_names, validate
+from rectiflow.tasks.registry import BUILTIN_TASKS, DEFAULT_TASK, preset, resolve_task, task_names, validate
 
 pytestmark = pytest.mark.xdist_group('config_ranges')
 

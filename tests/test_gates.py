@@ -101,8 +101,8 @@ def test_lr_find_command_fails_with_exit_1_on_a_range_without_descent(tmp_path):
     assert p.returncode == 1 and 'No descending band' in p.stdout, (p.stdout, p.stderr)
 
 def test_lr_gate_passes_on_a_learnable_range_and_fails_on_a_dead_one():
-    from rectiflow.tasks import preset
-    from rectiflow.gates import lr_gate
+    from rectiflow.tasks.registry import preset
+    from rectiflow.tools.gates import lr_gate
     cfg = preset(data='moons'); cfg.task.n_train, cfg.data.batch_size = 2048, 128
     r = lr_gate(cfg, lo=1e-5, hi=1.0, steps=60)
     assert r.passed and 1e-4 < r.figures['suggestion'] < 1.0, r

@@ -1,4 +1,4 @@
-"""The gauge of your own data (05c_gauge) end to end: quality passes in a run on a generated RGB folder, best/ by fd,
+"""The gauge of your own data (08_eval.gauge) end to end: quality passes in a run on a generated RGB folder, best/ by fd,
 the gauge and the encoder statistics from the cache, FD in a local transformers encoder's features, evaluate --quality
 giving the figures the run recorded, and the loss curves' quality panel."""
 import json, os
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_in_process, main_in_process, records
 
-from rectiflow import gauge
+from rectiflow.eval import gauge
 
 FIGURES = ('accuracy', 'control_gap', 'accuracy_ceiling', 'fd', 'fd_floor', 'fd_ratio', 'fd_encoder',
            'fd_encoder_floor', 'n_samples', 'quality_protocol')
@@ -74,8 +74,8 @@ def test_evaluate_quality_gives_the_recorded_figures_from_the_cached_gauge(run):
 
 def test_a_quality_pass_leaves_the_global_rng_of_a_run_as_it_was(run):
     import torch
-    from rectiflow.tasks import load_checkpoint
-    from rectiflow.train import quality_figures
+    from rectiflow.tasks.registry import load_checkpoint
+    from rectiflow.run.trainer import quality_figures
     c = load_checkpoint(run['run'] / 'checkpoints' / 'step_000040')
     gauge._GAUGES.clear()
     gauge._ENCODERS.clear()                                      # the gauge and the encoder built afresh, mid-run
@@ -84,7 +84,7 @@ def test_a_quality_pass_leaves_the_global_rng_of_a_run_as_it_was(run):
     assert torch.equal(torch.get_rng_state(), before) and figures['n_samples'] == 48
 
 def test_the_loss_curves_plot_the_passes_with_their_floor(run):
-    from rectiflow.widgets import run_curves, plot_curves
+    from rectiflow.ui.widgets import run_curves, plot_curves
     c = run_curves(run['run'])
     assert c.quality['fd'][0] == (0, 20, 40) and set(c.quality) == {'fd', 'fd_floor', 'fd_encoder', 'fd_encoder_floor'}
     fig = plot_curves([c])

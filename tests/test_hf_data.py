@@ -1,4 +1,4 @@
-"""Hugging Face datasets as `--data hf:PATH` (01d_hf): a tiny run from a saved dataset with a bad row skipped, a resume that
+"""Hugging Face datasets as `--data hf:PATH` (06_data.hf): a tiny run from a saved dataset with a bad row skipped, a resume that
 checks the data's fingerprint, group splits in every form, bad rows and columns refused in one line."""
 import json, shutil
 from pathlib import Path
@@ -6,9 +6,9 @@ import pytest
 import datasets
 from conftest import cli_in_process, main_in_process, copy_run
 
-from rectiflow.data import fingerprint
-from rectiflow.hf import digits_hf, hf_datasets, HFImageOptions
-from rectiflow.tasks import load_config, make_task
+from rectiflow.data.batches import fingerprint
+from rectiflow.data.hf import digits_hf, hf_datasets, HFImageOptions
+from rectiflow.tasks.registry import load_config, make_task
 
 # A few steps of a small UNet on 8x8 digits, a checkpoint at the end, samples of 4 NFE and no quality pass before the
 # final one: these tests check the plumbing, not the quality.

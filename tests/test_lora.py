@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest, torch
 from safetensors.torch import load_file, save_file
 from conftest import cli_in_process, main_in_process, TINY_MOONS, comparable
-from rectiflow.checkpoint import load_ema_state, write_manifest
+from rectiflow.run.checkpoint import load_ema_state, write_manifest
 
 LORA = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--lora.rank', '4']
 BASE_WEIGHTS = 'model/diffusion_pytorch_model.safetensors'

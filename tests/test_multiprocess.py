@@ -3,7 +3,7 @@ import json, sys
 from pathlib import Path
 import pytest, torch
 from conftest import run_cli, free_port, fault_env, TINY_MOONS, BIN, final_weights, records, cli_in_process
-from rectiflow.schedules import warmup_cosine_lr
+from rectiflow.run.schedules import warmup_cosine_lr
 
 def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
     # accelerate's --multi_gpu launcher is torchrun underneath; without CUDA the trainer runs it as MULTI_CPU (gloo)
@@ -121,7 +121,7 @@ def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
 RANKS_AND_THE_LOCK = '''
 import os, sys, torch
 from rectiflow.config import ConfigError
-from rectiflow.rundir import acquire, processes, release, run_lock
+from rectiflow.run.guards import acquire, processes, release, run_lock
 def say(line): os.write(1, (line + '\\n').encode())    # one write per line: the two ranks share the pipe
 free, held = sys.argv[1:3]
 rank = processes().process_index

@@ -240,7 +240,7 @@ def bad_paths(on_path):
 WIDGETS = r'''
 import importlib.util, json, sys
 assert importlib.util.find_spec('yourpkg') is None, 'the task is importable here'
-from rectiflow.widgets import LossCurves, SampleGrid, RunComparison
+from rectiflow.ui.widgets import LossCurves, SampleGrid, RunComparison
 run = sys.argv[1]
 curves, grid, comparison = LossCurves(run), SampleGrid(run), RunComparison(run)
 print(json.dumps({'curves': len(curves.curves), 'train_points': len(curves.curves[0].train[0]),

@@ -1,4 +1,4 @@
-"Your own data end to end (01b_files): image folders and manifests from the CLI, group-disjoint splits, latent shards from a saved AutoencoderKL, every bad-data case, and bounded memory over a large folder and a Hugging Face dataset."
+"Your own data end to end (04_data.files): image folders and manifests from the CLI, group-disjoint splits, latent shards from a saved AutoencoderKL, every bad-data case, and bounded memory over a large folder and a Hugging Face dataset."
 import json, os, subprocess, sys
 from pathlib import Path
 import numpy as np
@@ -7,8 +7,8 @@ import torch
 from PIL import Image
 from conftest import run_cli, main_in_process, cli_in_process
 
-from rectiflow.files import ImageOptions, digits_image_folder
-from rectiflow.tasks import load_config, make_task, preset
+from rectiflow.data.files import ImageOptions, digits_image_folder
+from rectiflow.tasks.registry import load_config, make_task, preset
 
 # A few dozen steps of a small UNet: these tests check the plumbing, not the quality.
 TINY = ['--no-progress', '--steps', '24', '--data.batch_size', '32', '--task.channels', '16,32', '--run.log_every', '8',
@@ -87,8 +87,8 @@ def test_encode_with_a_saved_autoencoderkl_then_train_on_the_shards_and_decode(d
     p = cli_in_process('sample', run, '--n', '20')
     assert p.returncode == 0, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
-    from rectiflow.tasks import load_run
-    from rectiflow.vae import ShardDecoder
+    from rectiflow.tasks.registry import load_run
+    from rectiflow.flow.vae import ShardDecoder
     z = load_run(run).sample(cond=torch.arange(10), seed=0)
     assert z.shape == (10, 4, 4, 4)
     x = ShardDecoder(shards)(z)
@@ -146,7 +146,7 @@ def test_an_empty_folder_is_one_line_exit_2(tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and 'holds no images' in err
 
 def test_a_latent_shard_of_the_wrong_shape_is_one_line_exit_2_or_skipped(digits_dir, tmp_path):
-    from rectiflow.vae import encode_shards
+    from rectiflow.flow.vae import encode_shards
     from diffusers import AutoencoderKL
     torch.manual_seed(0)
     vae = AutoencoderKL(in_channels=1, out_channels=1, down_block_types=('DownEncoderBlock2D',) * 2, up_block_types=('UpDecoderBlock2D',) * 2,
@@ -170,7 +170,7 @@ MEMORY_SCRIPT = '''
 import json, sys, numpy as np
 from pathlib import Path
 from PIL import Image
-from rectiflow.files import ImageOptions, image_datasets, epoch_memory
+from rectiflow.data.files import ImageOptions, image_datasets, epoch_memory
 root, n, size = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)
 for i in range(n):
@@ -179,9 +179,9 @@ for i in range(n):
 ds, info, _ = image_datasets(root, ImageOptions(height=size, val_fraction=0.02))
 print(json.dumps(epoch_memory(ds["train"], batch_size=32)))
 del ds
-# the same images as a saved Hugging Face dataset (01d_hf): memory-mapped rows, decoded per item
+# the same images as a saved Hugging Face dataset (06_data.hf): memory-mapped rows, decoded per item
 import datasets
-from rectiflow.hf import HFImageOptions, hf_datasets
+from rectiflow.data.hf import HFImageOptions, hf_datasets
 datasets.disable_progress_bars()
 files = sorted(root.rglob("*.png"))
 rows = lambda: ({"image": {"bytes": p.read_bytes(), "path": None}, "group": p.parent.name} for p in files)

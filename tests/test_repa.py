@@ -10,9 +10,9 @@ from safetensors.torch import load_file
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import cli_in_process, records, final_weights, copy_run
 from rectiflow.config import apply_overrides
-from rectiflow.tasks import preset, task_trainer, load_checkpoint
-from rectiflow.train import run_figures
-from rectiflow.lr_find import preserved
+from rectiflow.tasks.registry import preset, task_trainer, load_checkpoint
+from rectiflow.run.trainer import run_figures
+from rectiflow.tools.lr_find import preserved
 
 # a tiny digits run: 6 steps, records at 2, 4 and 6, checkpoints at 3 and 6; REPA on for steps 1 to 3
 TINY = ['--run.steps', '6', '--run.log_every', '2', '--eval.every', '6', '--eval.sample_every', '6',

@@ -3,8 +3,8 @@ import json, os, signal, subprocess, sys, time
 import pytest, torch
 from safetensors.torch import load_file
 from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
-from rectiflow.rundir import read_holder
-from rectiflow.checkpoint import write_manifest
+from rectiflow.run.guards import read_holder
+from rectiflow.run.checkpoint import write_manifest
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 
@@ -178,7 +178,7 @@ def test_a_runs_config_holds_no_fault_injection_and_one_with_the_old_debug_secti
 
 def test_the_python_api_resumes_a_run_directory_from_its_newest_checkpoint(tiny_run, tmp_path, one_thread):
     import shutil
-    from rectiflow.tasks import load_config, train
+    from rectiflow.tasks.registry import load_config, train
     run = copy_run(tiny_run, tmp_path / 'run')
     for gone in ('final', 'checkpoints/step_000020'): shutil.rmtree(run / gone)
     first = (run / 'metrics.jsonl').read_text().splitlines()[0]         # step 0's record, with the time it took

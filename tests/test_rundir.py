@@ -5,9 +5,9 @@ the memory figures in the records."""
 import json, os, subprocess, sys, time
 import pytest
 from conftest import main_in_process, copy_run, lock_held, records, fault_env, TINY_MOONS, one_line, same_run
-from rectiflow.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
-from rectiflow.rundir import read_holder
-import rectiflow.gates, rectiflow.lr_find, rectiflow.tasks     # imported now: the refusals below race a live run  # noqa: F401
+from rectiflow.run.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
+from rectiflow.run.guards import read_holder
+import rectiflow.tools.gates, rectiflow.tools.lr_find, rectiflow.tasks.registry     # imported now: the refusals below race a live run  # noqa: F401
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 

@@ -1,4 +1,4 @@
-"""Frame-weighted accumulation across processes (12_sequences): two ranks whose micro-batches hold different numbers of
+"""Frame-weighted accumulation across processes (29_tasks.sequences): two ranks whose micro-batches hold different numbers of
 target frames take, together, exactly the one-process optimizer step over the union of their items.
 
 Run as a script (plain python for one process, torchrun for two) it takes that one step and saves the result."""
@@ -18,8 +18,8 @@ def micro_batches(lengths) -> list:
 def take_step(out: Path, mode: str):
     "One optimizer step of the sequences task on frozen draws: `one` process over the union, or `two` ranks of two micro-batches."
     from rectiflow.config import ScheduleConfig
-    from rectiflow.sequences import SequencesTask, FrozenSequenceDraws, ListBatches
-    from rectiflow.train import Trainer
+    from rectiflow.tasks.sequences import SequencesTask, FrozenSequenceDraws, ListBatches
+    from rectiflow.run.trainer import Trainer
     cfg = SequencesTask.preset()
     cfg.task.n_train, cfg.task.n_val, cfg.optim.grad_clip = 200, 20, 1e6     # no clipping: Adam's moment is the gradient
     cfg.schedule, cfg.run.out = ScheduleConfig(kind='constant', warmup_steps=0), str(out / 'run')

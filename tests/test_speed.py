@@ -4,7 +4,7 @@ fp32; the throughput figures are consistent with the FLOPs counted once."""
 import copy, json
 import pytest, torch
 from conftest import main_in_process, records, final_weights, TINY_MOONS
-from rectiflow.train import run_figures
+from rectiflow.run.trainer import run_figures
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']       # the settings of the tiny_run fixture
 REGIONAL = ['--run.compile', 'regional', '--run.compile_backend', 'aot_eager']
@@ -38,8 +38,8 @@ def test_a_run_resumes_across_compile_settings(tiny_run, tmp_path, one_thread, f
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 def test_gradient_checkpointing_keeps_the_gradients_of_a_diffusers_unet():
-    from rectiflow.models import UNetVelocity
-    from rectiflow.speed import enable_gradient_checkpointing
+    from rectiflow.flow.models import UNetVelocity
+    from rectiflow.run.speed import enable_gradient_checkpointing
     torch.manual_seed(0)
     plain = UNetVelocity(sample_size=8, in_channels=1, channels=(8, 16), layers_per_block=1, n_classes=3, norm_groups=4)
     ckpt = enable_gradient_checkpointing(copy.deepcopy(plain))
@@ -55,7 +55,7 @@ def test_gradient_checkpointing_keeps_the_gradients_of_a_diffusers_unet():
 
 def test_bf16_autocast_keeps_the_loss_and_the_ema_in_fp32(tmp_path):
     from rectiflow.config import apply_overrides
-    from rectiflow.tasks import preset, task_trainer
+    from rectiflow.tasks.registry import preset, task_trainer
     cfg = apply_overrides(preset(data='moons'), ['--run.precision', 'bf16', '--run.out', str(tmp_path / 'run'),
                                                  '--task.n_train', '512', '--task.n_val', '64', '--data.batch_size', '64'])
     tr = task_trainer(cfg)

@@ -1,4 +1,4 @@
-"""The trackers of a run (`06c_tracking`): one tiny run into TensorBoard, trackio and W&B at once, each read back
+"""The trackers of a run (`16_run.tracking`): one tiny run into TensorBoard, trackio and W&B at once, each read back
 from what it wrote in the run directory."""
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ import psutil
 import pytest
 from PIL import Image
 from conftest import TINY_MOONS, cli_in_process, records
-from rectiflow.tracking import read_tensorboard, read_trackio, read_wandb, strip_caption
+from rectiflow.run.tracking import read_tensorboard, read_trackio, read_wandb, strip_caption
 
 TRACKED = [*TINY_MOONS, '--steps', '20', '--eval.sample_every', '10', '--gates', 'data',
            '--run.tracker', 'tensorboard,trackio,wandb']

@@ -2,10 +2,10 @@
 checkpoint, is put back by the LR range test's restore, and is compared by the resume gate, all from that one definition."""
 import json
 from rectiflow.config import apply_overrides
-from rectiflow.tasks import preset, task_trainer
-from rectiflow.train import Checkpointer
-from rectiflow.lr_find import preserved
-from rectiflow.gates import resume_gate, flat_state
+from rectiflow.tasks.registry import preset, task_trainer
+from rectiflow.run.trainer import Checkpointer
+from rectiflow.tools.lr_find import preserved
+from rectiflow.tools.gates import resume_gate, flat_state
 
 def moons(out, steps=8):
     return apply_overrides(preset(data='moons'), ['--run.out', str(out), '--run.steps', str(steps), '--task.n_train', '512',

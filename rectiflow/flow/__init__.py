@@ -1,0 +1,9 @@
+"The flow-matching core: the networks, the objective, samplers and solvers, the VAE utilities."
+# Written by hand, not exported: what this folder offers, each name loaded on first use (`01_layout`).
+from ..layout import lazy_names
+
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
+    'models': ['make_model', 'MODEL_CLASSES'],
+    'objective': ['FlowMatching'],
+    'sampling': ['SOLVERS', 'integrate', 'generate'],
+    'vae': ['load_vae', 'encode_latents', 'decode_latents']})

@@ -1,0 +1,10 @@
+"Driving a task: the Trainer, callbacks, checkpoints and exports, schedules, trackers, LoRA, REPA, model cards."
+# Written by hand, not exported: what this folder offers, each name loaded on first use (`01_layout`).
+from ..layout import lazy_names
+
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
+    'trainer': ['Trainer'],
+    'callbacks': ['Callback'],
+    'checkpoint': ['read_checkpoint', 'newest_whole', 'load_exported_model'],
+    'lora': ['LoRA'],
+    'cards': ['model_card']})
