@@ -22,13 +22,13 @@ $(STAMP): setup.py settings.ini | $(BIN)/python
 
 install: $(STAMP)
 
-# Debian's chromium for tests/test_browser.py (Playwright drives it; never a downloaded browser build).
+# Debian's chromium for tests/ui/test_browser.py (Playwright drives it; never a downloaded browser build).
 # Without root or apt-get it is not installed and that test skips, saying why.
 browser:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core; \
-	else echo "No /usr/bin/chromium, and no root with apt-get to install it: tests/test_browser.py will skip."; fi
+	else echo "No /usr/bin/chromium, and no root with apt-get to install it: tests/ui/test_browser.py will skip."; fi
 
 train: install
 	$(BIN)/rectiflow train --out $(OUT) --overwrite $(ARGS)

@@ -202,7 +202,7 @@ def perf_md(res) -> list[str]:
         m = d['memory']
         lines += ['', f"Resident memory over one epoch of that folder ({m['items']} images, {m['batches']} batches, {m['data_mb']:.1f} MB "
                   f"decoded in all): {m['rss_start_mb']:.1f} MB after two batches, peak {m['rss_peak_mb']:.1f} MB, growth "
-                  f"{m['growth_mb']:.2f} MB (`tests/test_own_data.py` requires < 16 MB and < 1/4 of the decoded size).", '']
+                  f"{m['growth_mb']:.2f} MB (`tests/data/test_own_data.py` requires < 16 MB and < 1/4 of the decoded size).", '']
     if 'optimisations' in res:
         e, c = res['optimisations']['ema'], res['optimisations']['channels_last']
         lines += ['## Optimisations, before and after', '', *meta(res, 'optimisations'),

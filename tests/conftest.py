@@ -164,8 +164,8 @@ def pytest_configure(config):
 # (loadgroup's `xdist_group` marks do not reach its scheduler under pytest 9: every test was scheduled alone, and each
 # worker trained every module's runs again.)
 # The longest files go first, so that neither worker is left alone with one at the end.
-LONGEST_FIRST = ['test_multiprocess', 'test_resume', 'test_checkpoint_integrity', 'test_gates', 'test_task_latents', 'test_performance',
-                 'test_outside_task', 'test_task_lines', 'test_task_filler', 'test_task_sequences', 'test_own_data']
+LONGEST_FIRST = ['test_multiprocess', 'test_resume', 'test_checkpoint_integrity', 'test_gates', 'test_latents', 'test_performance',
+                 'test_outside_task', 'test_lines', 'test_filler', 'test_sequences', 'test_own_data']
 
 def file_order(item) -> int:
     "Where `item`'s file comes in LONGEST_FIRST (the others after them, in their own order)."

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from conftest import cli_in_process, records, final_weights, copy_run
 from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset, task_trainer, load_checkpoint

@@ -9,7 +9,7 @@ import nbformat, pytest
 from conftest import run_cli
 
 CHROMIUM = os.environ.get('RECTIFLOW_CHROMIUM', '/usr/bin/chromium')
-ARTIFACTS = Path(__file__).parent / 'artifacts'
+ARTIFACTS = Path(__file__).parents[1] / 'artifacts'
 WAIT_S = 120  # every single wait; headless Chromium and a cold kernel on two shared cores are slow
 
 # The notebook the browser runs, next to two tiny training runs `run/` and `run_b/`: every widget of
@@ -32,7 +32,7 @@ PLOT = '.jp-OutputArea img.rectiflow-curves-plot'
 # One screenshot per widget: tests/artifacts/NAME.png, and nbs/images/NAME.png with RECTIFLOW_DOC_IMAGES=1.
 WIDGETS = {'loss_curves': '.rectiflow-loss-curves', 'sample_grid': '.rectiflow-sample-grid', 'gate_board': '.rectiflow-gate-board',
            'run_comparison': '.rectiflow-run-comparison', 'lr_finder': '.rectiflow-lr-finder'}
-DOC_IMAGES = Path(__file__).parent.parent / 'nbs' / 'images'
+DOC_IMAGES = Path(__file__).parents[2] / 'nbs' / 'images'
 
 def _free_port():
     with socket.socket() as s:

@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 from conftest import run_cli, fault_env, records, comparable
 
 TASK = 'yourpkg.core:Bars'
-TUTORIAL = Path(__file__).resolve().parents[1] / 'nbs' / 'tutorials' / 'your_task.ipynb'
+TUTORIAL = Path(__file__).resolve().parents[2] / 'nbs' / 'tutorials' / 'your_task.ipynb'
 
 # The exported cells of the outside project's `nbs/00_core.ipynb`; the tutorial holds the same code, cell for cell.
 # The outside project's `nbs/00_core.ipynb` exports the tutorial's module cells: those it marks as `yourpkg/core.py`.
