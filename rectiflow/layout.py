@@ -25,7 +25,8 @@ LAYERS = (
     ('run.checkpoint', 'run.schedules'),               # checkpoints, exports, atomic writes; schedules and rules
     ('run.tracking', 'run.guards', 'run.speed'),       # trackers; the run directory's guards; compile, FSDP, FLOPs
     ('run.callbacks',),                                # the events a run sends to what watches or changes it
-    ('run.faults', 'run.lora', 'run.repa'),            # test fault injections; LoRA adapters; REPA
+    ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights
+    ('run.lora', 'run.repa'),                          # LoRA adapters; REPA
     ('run.cards',),                                    # the exports' model cards; rectiflow export
     ('run.trainer',),                                  # the Trainer
     ('tasks.flow', 'tasks.filler', 'tasks.sequences'), # built-in tasks

@@ -5,6 +5,7 @@ from ..layout import lazy_names
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     'trainer': ['Trainer'],
     'callbacks': ['Callback'],
+    'ema': ['EMA'],
     'checkpoint': ['read_checkpoint', 'newest_whole', 'load_exported_model'],
     'lora': ['LoRA'],
     'cards': ['model_card']})

@@ -4,11 +4,13 @@
 
 # %% ../../nbs/19_run.callbacks.ipynb #7b88df3d
 from __future__ import annotations
+from contextlib import nullcontext
 from pathlib import Path
 import torch
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Callback', 'Callbacks', 'callback_states', 'load_callback_states']
+__all__ = ['STEP_EVENTS', 'Callback', 'overrides', 'Callbacks', 'callback_states', 'load_callback_states']
 
 # %% ../../nbs/19_run.callbacks.ipynb #6e37be4d
 class Callback:
@@ -26,14 +28,28 @@ class Callback:
     # what it keeps that a resume must take back (tensors, numbers, strings, lists and dicts of them); {}: nothing
     def state_dict(self) -> dict: return {}
     def load_state_dict(self, state: dict): pass
+    # what an extension adds (see below): build beside the weights, change the gradients, follow the steps, lend weights
+    def on_built(self, trainer): pass                           # model and optimizer prepared on the device
+    def on_before_update(self, trainer): pass                   # the step's gradients, clipped, before the optimizer
+    def on_update(self, trainer): pass                          # after each optimizer step, before its record
+    def weights(self, trainer): return None                     # a context manager lending other weights; None: not
+    checkpoint_file: str | None = None                          # its state's own file in a checkpoint (see below)
+
+# %% ../../nbs/19_run.callbacks.ipynb #9cd83de8
+STEP_EVENTS = ('on_loss', 'on_before_update', 'on_update')      # sent at every micro-batch or optimizer step
+
+def overrides(c, event: str) -> bool:
+    "Whether callback `c` overrides `event` of `Callback` (an object that is no `Callback`: whether it has it)."
+    return hasattr(c, event) and getattr(type(c), event, None) is not getattr(Callback, event, None)
 
 # %% ../../nbs/19_run.callbacks.ipynb #4be30f7b
 class Callbacks:
-    "A trainer's callbacks, called in order; `on_loss` only on those that define it (a step without them pays nothing)."
+    "A trainer's callbacks, called in order; the per-step events only on those that define them."
     def __init__(self, callbacks=()):
         self.items = list(callbacks)
-        changes_loss = lambda c: getattr(type(c), 'on_loss', Callback.on_loss) is not Callback.on_loss
-        self.loss_hooks = [c for c in self.items if changes_loss(c)]
+        self.hooks = {e: [c for c in self.items if overrides(c, e)] for e in STEP_EVENTS}
+        self.loss_hooks = self.hooks['on_loss']
+        self.lenders = [c for c in self.items if overrides(c, 'weights')]
 
     def __call__(self, event: str, trainer, *args):
         "Send `event` to every callback that has it."
@@ -45,6 +61,23 @@ class Callbacks:
         "The loss after every callback that changes it."
         for c in self.loss_hooks: loss = c.on_loss(trainer, loss)
         return loss
+
+# %% ../../nbs/19_run.callbacks.ipynb #5b7a74a1
+@patch
+def on_before_update(self: Callbacks, trainer):
+    "The gradients, before the optimizer takes them, to every callback that changes or reads them."
+    for c in self.hooks['on_before_update']: c.on_before_update(trainer)
+
+@patch
+def on_update(self: Callbacks, trainer):
+    "After the optimizer step, to every callback that follows the weights."
+    for c in self.hooks['on_update']: c.on_update(trainer)
+
+@patch
+def lent_weights(self: Callbacks, trainer, model):
+    "A context manager with the weights evaluation uses: the last lender's, else `model` as it is."
+    lent = self.lenders[-1].weights(trainer) if self.lenders else None
+    return nullcontext(model) if lent is None else lent
 
 # %% ../../nbs/19_run.callbacks.ipynb #026e8a59
 def _keys(items) -> list[str]:
@@ -61,6 +94,7 @@ def callback_states(cbs: Callbacks) -> dict:
     "The state of every callback that keeps one, by key."
     out = {}
     for key, c in zip(_keys(cbs.items), cbs.items):
+        if getattr(c, 'checkpoint_file', None): continue            # a part of the checkpoint of its own
         state = c.state_dict() if hasattr(c, 'state_dict') else {}
         if state: out[key] = state
     return out
@@ -68,4 +102,5 @@ def callback_states(cbs: Callbacks) -> dict:
 def load_callback_states(cbs: Callbacks, states: dict):
     "Give each callback its state back from `states` (a callback with none there starts afresh)."
     for key, c in zip(_keys(cbs.items), cbs.items):
+        if getattr(c, 'checkpoint_file', None): continue
         if key in states and hasattr(c, 'load_state_dict'): c.load_state_dict(states[key])

@@ -242,7 +242,7 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
     `scheduler/`); `before_publish(folder)` sees it complete, then its manifest is written. A failed export
     leaves the old one and no temporary.
     `model` None writes no `model/`: an export of adapters alone writes its files in
-    `before_publish` (`21_run.lora`)."""
+    `before_publish` (`22_run.lora`)."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
     try:

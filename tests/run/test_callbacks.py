@@ -1,5 +1,6 @@
 "Your own callbacks from the command line: `--callbacks package.module:Name`, importable from the working directory."
 import json
+import pytest
 from conftest import run_cli, cli_in_process, comparable, same_run, TINY_MOONS
 from rectiflow.run.checkpoint import load_state_tree
 
@@ -30,7 +31,7 @@ class Doubled(Callback):
 FOUR_STEPS = [*TINY_MOONS, '--steps', '4', '--run.log_every', '2', '--eval.every', '2', '--eval.sample_every', '4',
               '--checkpoint.save_every', '4']
 
-# the same run as 24_run.trainer's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
+# the same run as 25_run.trainer's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
 EXPECTED = [('fit_start', 0), ('val', 0), ('eval', 0),
             ('loss', 0), ('step_end', 1),
             ('loss', 1), ('train', 2), ('step_end', 2), ('val', 2), ('eval', 2), ('checkpoint', 2),
@@ -82,6 +83,17 @@ class LossNoise(Callback):
         self.g.set_state(state['g'])
         self.draws = state['draws']
 
+class GradientNoise(Callback):
+    "An extension: noise on the gradients before each optimizer step, from its own generator (a resume must keep it)."
+    def __init__(self): self.g, self.steps = torch.Generator().manual_seed(11), 0
+    def on_before_update(self, tr):
+        self.steps += 1
+        for p in tr.params: p.grad.add_(torch.randn(p.grad.shape, generator=self.g), alpha=1e-2)
+    def state_dict(self): return {'g': self.g.get_state(), 'steps': self.steps}
+    def load_state_dict(self, state):
+        self.g.set_state(state['g'])
+        self.steps = state['steps']
+
 class StopAt6(Callback):
     "Asks the loop to stop after step 6."
     def on_step_end(self, tr):
@@ -89,14 +101,16 @@ class StopAt6(Callback):
 '''
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 
-def test_a_callback_from_outside_with_state_of_its_own_resumes_bit_identically(tmp_path, one_thread):
+# A loss term of its own (a callback), and noise on the gradients before the optimizer step (an extension)
+@pytest.mark.parametrize('name, count', [('LossNoise', 'draws'), ('GradientNoise', 'steps')])
+def test_a_callback_from_outside_with_state_of_its_own_resumes_bit_identically(tmp_path, one_thread, name, count):
     (tmp_path / 'outside.py').write_text(OUTSIDE)
-    noisy = [*TINY, '--callbacks', 'outside:LossNoise']
+    noisy = [*TINY, '--callbacks', f'outside:{name}']
     assert run_cli('train', *noisy, '--out', 'straight', cwd=tmp_path).returncode == 0
     p = cli_in_process('train', *noisy, '--out', 'parted', '--max-steps', '10', cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     saved = load_state_tree(tmp_path / 'parted' / 'checkpoints' / 'step_000010' / 'callbacks.safetensors')
-    assert saved['LossNoise']['draws'] == 10
+    assert saved[name][count] == 10
     p = cli_in_process('train', '--resume', '--out', 'parted', '--max-steps', '0', '--no-progress', cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     same_run(tmp_path / 'straight', tmp_path / 'parted')

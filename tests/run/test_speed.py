@@ -62,7 +62,7 @@ def test_bf16_autocast_keeps_the_loss_and_the_ema_in_fp32(tmp_path):
     assert tr.accelerator.mixed_precision == 'bf16'
     loss, _ = next(tr.optimizer_steps())
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
-    assert all(p.dtype == torch.float32 for p in tr.ema.shadow_params) and all(p.dtype == torch.float32 for p in tr.params)
+    assert all(p.dtype == torch.float32 for p in tr.ema.ema_model.shadow_params) and all(p.dtype == torch.float32 for p in tr.params)
 
 def test_the_throughput_figures_agree_with_the_flops_counted_once(tiny_run):
     info = json.loads((tiny_run / 'run_info.json').read_text())
