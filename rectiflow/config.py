@@ -86,13 +86,13 @@ class RunConfig:
     # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     max_steps: int = ranged(0, ge=0)
     # also send records, strips, config to: 'none', or tensorboard, trackio, wandb, several comma-separated
-    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 16_run.tracking)
+    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 17_run.tracking)
     tracker: str = 'none'
     # >0: run this many real steps under torch.profiler, write the operator table and trace, then exit
     profile_steps: int = ranged(0, ge=0)
     # your own callbacks: comma-separated import paths package.module:Name of Callback classes
     callbacks: str = ''
-    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 18_run.speed
+    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 19_run.speed
     compile: str = 'off'
     compile_backend: str = 'inductor'           # torch.compile's backend ('aot_eager': no code generation)
     gradient_checkpointing: bool = False        # recompute activations in the backward: less memory, more compute
@@ -357,8 +357,8 @@ def apply_overrides(cfg: Config, args) -> Config:
 SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 35_tools.gates
-TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 16_run.tracking
-COMPILE_MODES = ('off', 'model', 'regional')                   # see 18_run.speed
+TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 17_run.tracking
+COMPILE_MODES = ('off', 'model', 'regional')                   # see 19_run.speed
 T_SAMPLERS = ('uniform', 'logit_normal')
 
 # %% ../nbs/00_config.ipynb #bb1ba66a

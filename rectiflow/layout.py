@@ -22,9 +22,9 @@ LAYERS = (
     ('flow.models', 'flow.objective'),                 # the networks; the flow-matching objective
     ('flow.sampling', 'flow.vae'),                     # samplers and solvers; the VAE utilities
     ('task',),                                         # the Task interface
+    ('run.callbacks',),                                # the events a run sends to what watches or extends it
     ('run.checkpoint', 'run.schedules'),               # checkpoints, exports, atomic writes; schedules and rules
     ('run.tracking', 'run.guards', 'run.speed'),       # trackers; the run directory's guards; compile, FSDP, FLOPs
-    ('run.callbacks',),                                # the events a run sends to what watches or changes it
     ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights
     ('run.lora', 'run.repa'),                          # LoRA adapters; REPA
     ('run.cards',),                                    # the exports' model cards; rectiflow export

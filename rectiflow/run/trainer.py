@@ -35,8 +35,7 @@ from .checkpoint import (check_run_dir, prepare_run_dir, write_json_atomic, writ
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from ..flow.sampling import flow_scheduler
 from .tracking import Tracker, make_tracker
-from .speed import (compile_model, compiled_graphs, enable_gradient_checkpointing, forward_flops,
-                             peak_tflops, throughput_figures, shard_model, shard_figures, full_tensor,
+from .speed import (Throughput, shard_model, shard_figures, full_tensor,
                              full_model_state, full_optimizer_state, load_full_state)
 from .guards import (run_lock, main_decides, writing, attempt, WriteFailed, disk_full, run_sizes, space_needed,
                               check_space, free_space, reclaimable_bytes, memory_figures, MEMORY_FIELDS)
@@ -320,15 +319,16 @@ class Trainer:
                                        gradient_accumulation_steps=cfg.optim.grad_accum)
         if self.accelerator.distributed_type == DistributedType.FSDP:
             raise ConfigError("rectiflow shards with torch's fully_shard itself: launch without --use_fsdp "
-                              "and pass --run.fsdp true (18_run.speed).")
+                              "and pass --run.fsdp true (19_run.speed).")
         self.train_ds, self.val_ds, self.data_info = datasets or task.data    # a gate may pass a subset, frozen draws
         if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)    # a bad --out fails before anything is built
         self.fingerprint = fingerprint(self.train_ds)                         # None where a dataset cannot be hashed
         resume, init_from = self._resume_target(resume, init_from)      # None for a run begun again (`restart`)
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
         self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (22_run.lora)
-        self.ema = EMA(cfg.ema)                           # the EMA of the weights: an extension (21_run.ema)
-        self.callbacks = Callbacks([self.ema, *default_callbacks(), *callbacks])
+        self.ema = EMA(cfg.ema)
+        # the extensions first: the EMA of the weights (21_run.ema), FLOPs, compiling and speed (19_run.speed)
+        self.callbacks = Callbacks([self.ema, Throughput(cfg.run), *default_callbacks(), *callbacks])
         self.log = RunLog(self.run_dir, self.is_main)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last)
         self._build(model, objective)
@@ -337,7 +337,7 @@ class Trainer:
         # after any load: task state (latent statistics) restored from a checkpoint shapes what the items hold
         self.val_batch = fixed_subset(self.val_ds, cfg.eval.val_items, task.collate)
         self.strip_batch = task.strip_batch(self.val_ds)
-        self._speed_up()
+        self.callbacks('on_ready', self)                 # FLOPs counted, then checkpointing and compiling
 
     @property
     def is_main(self) -> bool: return self.accelerator.is_main_process
@@ -422,24 +422,6 @@ def _resume_target(self: Trainer, resume, init_from) -> tuple:
     return None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from')
 
 # %% ../../nbs/25_run.trainer.ipynb #9ba78eb3
-@patch
-def _speed_up(self: Trainer):
-    "A step's FLOPs counted once (the throughput figures); then gradient checkpointing and compiling (`18_run.speed`)."
-    c = self.cfg.run
-    self.flops_per_item, self.peak = self._count_flops(), peak_tflops(self.accelerator.device, c.peak_tflops)
-    if c.gradient_checkpointing: enable_gradient_checkpointing(self.unwrapped)
-    compile_model(self.unwrapped, c.compile, c.compile_backend)
-
-@patch
-def _count_flops(self: Trainer, n: int = 16) -> float | None:
-    "Training FLOPs per item: the forward of `n` fixed validation items counted, x3 with the backward."
-    b = self.to_device({k: v[:n] for k, v in self.val_batch.items()})
-    cuda = [self.accelerator.device] if self.accelerator.device.type == 'cuda' else []
-    model = self.full_copy if self.sharded else self.unwrapped       # counted whole: no collectives
-    with torch.random.fork_rng(devices=cuda):         # counting draws nothing from the run's streams
-        fwd = forward_flops(lambda: self.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
-    return None if fwd is None else 3 * fwd / len(b['x1'])
-
 @patch
 def scheduled_lr(self: Trainer, step: int) -> float:
     "The configured schedule's LR for optimizer step `step` (with the plateau rules' current scale)."
@@ -731,16 +713,17 @@ def record(self: Trainer, record: dict) -> dict:
 def run_facts(self: Trainer, status: str, **extra) -> dict:
     "`run_info.json`: the status, versions, commit, devices, the task and its data, the model's size, `extra`."
     acc = self.accelerator
-    return {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
-            'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
-            'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint, 'n_params': n_params(self.unwrapped),
-            'flops_per_item': self.flops_per_item, 'peak_tflops': self.peak, 'compile': self.cfg.run.compile,
-            'sharding': shard_figures(self.unwrapped) if self.sharded else None,
-            'init_from': str(self.init_from) if self.init_from else None, **extra}
+    facts = {'status': status, 'task': self.cfg.run.task, 'versions': library_versions(), 'git_commit': git_commit(),
+             'device': str(acc.device), 'num_processes': acc.num_processes, 'mixed_precision': acc.mixed_precision,
+             'data': self.data_info.to_dict(), 'fingerprint': self.fingerprint, 'n_params': n_params(self.unwrapped),
+             'sharding': shard_figures(self.unwrapped) if self.sharded else None,
+             'init_from': str(self.init_from) if self.init_from else None}
+    self.callbacks('on_run_facts', self, facts)               # the extensions' facts: FLOPs per item, peak, compile
+    return {**facts, **extra}
 
 @patch
 def fit(self: Trainer) -> dict:
-    """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`17_run.guards`);
+    """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`18_run.guards`);
     the final record, or the one that says how the run stopped."""
     with run_lock(self.run_dir):
         self._start()
@@ -800,7 +783,7 @@ def _start(self: Trainer):
 
 @patch
 def _check_space(self: Trainer):
-    "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`17_run.guards`)."
+    "Refuse (or warn) when the disk cannot hold the checkpoints and exports this run will write (`18_run.guards`)."
     c, d = self.cfg, self.run_dir
     export, ckpt = run_sizes(self.unwrapped)
     resumed = self.resume is not None
@@ -816,14 +799,12 @@ def _log_step(self: Trainer, loss, grad_norm):
     now = time.time()
     seconds = max(now - self._t_log, 1e-9)
     items_per_s = (self.items_done - self._items_log) / seconds
-    self.record({'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
-                 'lr': self.scheduler.get_last_lr()[0],
-                 'grad_norm': float(grad_norm) if grad_norm is not None else None,
-                 **self.repa.figures(),
-                 'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
-                 **throughput_figures(self.flops_per_item, items_per_s, self.peak),
-                 **({'compiled_graphs': compiled_graphs()} if self.cfg.run.compile != 'off' else {}),
-                 **memory_figures(self.accelerator.device)})
+    rec = {'kind': 'train', 'loss': torch.stack(self.pending_losses).mean().item(),
+           'lr': self.scheduler.get_last_lr()[0], 'grad_norm': float(grad_norm) if grad_norm is not None else None,
+           **self.repa.figures(), 'items_per_s': items_per_s, 'steps_per_s': (self.step - self._step_log) / seconds,
+           **memory_figures(self.accelerator.device)}
+    self.callbacks('on_train_record', self, rec)              # the extensions' figures: TFLOP/s, MFU, graphs
+    self.record(rec)
     self.pending_losses, self._t_log, self._items_log, self._step_log = [], now, self.items_done, self.step
 
 @patch
@@ -927,7 +908,7 @@ class Heartbeat(Callback):
 
 # %% ../../nbs/25_run.trainer.ipynb #d7c00008
 class TrackerOutput(Callback):
-    "Records and strips to the trackers `run.tracker` names (`16_run.tracking`): opened on rank 0, closed at the end."
+    "Records and strips to the trackers `run.tracker` names (`17_run.tracking`): opened on rank 0, closed at the end."
     def on_fit_start(self, tr):
         resumed_at = tr.step if tr.resume is not None else None
         self.tracker = make_tracker(tr.cfg, tr.run_dir, resumed_at) if tr.is_main else Tracker()

@@ -333,7 +333,7 @@ def parse_gate_names(names) -> list[str]:
 
 # %% ../../nbs/35_tools.gates.ipynb #beb20d13
 def run_gate(name: str, cfg: Config, run_dir=None, **options) -> GateResult:
-    "Run gate `name` on `cfg`; record it in `run_dir/gates.jsonl` if given (holding its lock: `17_run.guards`)."
+    "Run gate `name` on `cfg`; record it in `run_dir/gates.jsonl` if given (holding its lock: `18_run.guards`)."
     fn = GATES[parse_gate_names([name])[0]]
     t0 = time.time()
     with run_lock(run_dir) if run_dir is not None else nullcontext():
@@ -346,7 +346,7 @@ def run_gate(name: str, cfg: Config, run_dir=None, **options) -> GateResult:
 # %% ../../nbs/35_tools.gates.ipynb #b62c5e8a
 def run_gates(names, cfg: Config, run_dir=None, echo=print, **options) -> list[GateResult]:
     """Run the gates `names` ('data,overfit' or a list) in order; every result is echoed and recorded
-    (holding `run_dir`'s lock: `17_run.guards`)."""
+    (holding `run_dir`'s lock: `18_run.guards`)."""
     results = []
     with run_lock(run_dir) if run_dir is not None else nullcontext():
         for name in parse_gate_names(names):

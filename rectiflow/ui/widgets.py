@@ -49,7 +49,7 @@ class RunCurves:
     speed: dict = field(default_factory=dict)    # record field -> (steps, values): items_per_s, tflops, mfu
     quality: dict = field(default_factory=dict)  # quality pass figure -> (steps, values): fd, fd_floor, ...
 
-SPEED_FIELDS = ('items_per_s', 'tflops', 'mfu')                      # the throughput series (18_run.speed)
+SPEED_FIELDS = ('items_per_s', 'tflops', 'mfu')                      # the throughput series (19_run.speed)
 
 # %% ../../nbs/36_ui.widgets.ipynb #f70ab651
 def _xy(recs, key):
