@@ -24,7 +24,8 @@ LAYERS = (
     ('task',),                                         # the Task interface
     ('run.callbacks',),                                # the events a run sends to what watches or extends it
     ('run.checkpoint', 'run.schedules'),               # checkpoints, exports, atomic writes; schedules and rules
-    ('run.tracking', 'run.guards', 'run.speed'),       # trackers; the run directory's guards; compile, FSDP, FLOPs
+    ('run.tracking', 'run.guards', 'run.throughput'),  # trackers; the run directory's guards; compile, FLOPs, MFU
+    ('run.sharding',),                                 # FSDP: sharding, whole tensors from shards
     ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights
     ('run.lora', 'run.repa'),                          # LoRA adapters; REPA
     ('run.cards',),                                    # the exports' model cards; rectiflow export
@@ -210,7 +211,7 @@ MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rect
          'rectiflow.losses': 'rectiflow.flow.objective', 'rectiflow.sampling': 'rectiflow.flow.sampling',
          'rectiflow.vae': 'rectiflow.flow.vae', 'rectiflow.checkpoint': 'rectiflow.run.checkpoint',
          'rectiflow.schedules': 'rectiflow.run.schedules', 'rectiflow.tracking': 'rectiflow.run.tracking',
-         'rectiflow.rundir': 'rectiflow.run.guards', 'rectiflow.speed': 'rectiflow.run.speed',
+         'rectiflow.rundir': 'rectiflow.run.guards', 'rectiflow.speed': 'rectiflow.run.throughput',
          'rectiflow.callbacks': 'rectiflow.run.callbacks', 'rectiflow.testing': 'rectiflow.run.faults',
          'rectiflow.lora': 'rectiflow.run.lora', 'rectiflow.repa': 'rectiflow.run.repa',
          'rectiflow.cards': 'rectiflow.run.cards', 'rectiflow.train': 'rectiflow.run.trainer',

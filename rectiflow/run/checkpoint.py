@@ -242,7 +242,7 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
     `scheduler/`); `before_publish(folder)` sees it complete, then its manifest is written. A failed export
     leaves the old one and no temporary.
     `model` None writes no `model/`: an export of adapters alone writes its files in
-    `before_publish` (`22_run.lora`)."""
+    `before_publish` (`23_run.lora`)."""
     out, tmp = Path(run_dir) / name, Path(run_dir) / f'.tmp_{name}'
     if tmp.exists(): shutil.rmtree(tmp)
     try:
@@ -425,7 +425,7 @@ def is_checkpoint(path) -> bool:
 
 def rng_file(path, rank: int = 0) -> str:
     """The random states of process `rank`: accelerate's file of its own, or the list a sharded run writes
-    (`19_run.speed`)."""
+    (`20_run.sharding`)."""
     return f'random_states_{rank}.pkl' if (Path(path) / f'random_states_{rank}.pkl').exists() else 'random_states.pkl'
 
 def _legacy_streams(path) -> list:

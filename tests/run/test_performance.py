@@ -6,7 +6,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # `make test-slow` only: the smoke runs six compiled and eager trainings (a minute and a half); every `make test` has
-# the compile, checkpointing and throughput paths in tests/run/test_speed.py
+# the compile, checkpointing and throughput paths in tests/run/test_throughput.py
 @pytest.mark.slow
 @pytest.mark.parametrize('workloads', ['dit', 'digits,dit'])
 def test_gpu_check_runs_the_real_train_for_every_variant_at_smoke_size(tmp_path, workloads):

@@ -39,7 +39,7 @@ def test_a_run_resumes_across_compile_settings(tiny_run, tmp_path, one_thread, f
 
 def test_gradient_checkpointing_keeps_the_gradients_of_a_diffusers_unet():
     from rectiflow.flow.models import UNetVelocity
-    from rectiflow.run.speed import enable_gradient_checkpointing
+    from rectiflow.run.throughput import enable_gradient_checkpointing
     torch.manual_seed(0)
     plain = UNetVelocity(sample_size=8, in_channels=1, channels=(8, 16), layers_per_block=1, n_classes=3, norm_groups=4)
     ckpt = enable_gradient_checkpointing(copy.deepcopy(plain))
