@@ -29,6 +29,7 @@ class Callback:
     def state_dict(self) -> dict: return {}
     def load_state_dict(self, state: dict): pass
     # what an extension adds (see below): build beside the weights, change the gradients, follow the steps, lend weights
+    def on_model(self, trainer, model): return model            # the model made, before the optimizer: may wrap it
     def on_built(self, trainer): pass                           # model and optimizer prepared on the device
     def on_ready(self, trainer): pass                           # built, loaded, the fixed batches made: before step one
     def on_before_update(self, trainer): pass                   # the step's gradients, clipped, before the optimizer
@@ -36,6 +37,8 @@ class Callback:
     def weights(self, trainer): return None                     # a context manager lending other weights; None: not
     def on_train_record(self, trainer, record: dict): pass      # a train record about to be written: add figures
     def on_run_facts(self, trainer, facts: dict): pass          # run_info.json's facts about to be written: add some
+    # write an export its own way (arguments as `export_model`'s); the last extension that has it writes them all
+    def write_export(self, model, run_dir, name: str, info: dict, before_publish=None, scheduler=None): pass
     checkpoint_file: str | None = None                          # its state's own file in a checkpoint (see below)
 
 # %% ../../nbs/14_run.callbacks.ipynb #9cd83de8
@@ -53,6 +56,8 @@ class Callbacks:
         self.hooks = {e: [c for c in self.items if overrides(c, e)] for e in STEP_EVENTS}
         self.loss_hooks = self.hooks['on_loss']
         self.lenders = [c for c in self.items if overrides(c, 'weights')]
+        self.builders = [c for c in self.items if overrides(c, 'on_model')]
+        self.writers = [c for c in self.items if overrides(c, 'write_export')]
 
     def __call__(self, event: str, trainer, *args):
         "Send `event` to every callback that has it."
@@ -75,6 +80,17 @@ def on_before_update(self: Callbacks, trainer):
 def on_update(self: Callbacks, trainer):
     "After the optimizer step, to every callback that follows the weights."
     for c in self.hooks['on_update']: c.on_update(trainer)
+
+@patch
+def on_model(self: Callbacks, trainer, model):
+    "The model after every extension that wraps it, in order."
+    for c in self.builders: model = c.on_model(trainer, model)
+    return model
+
+@patch
+def export_writer(self: Callbacks, default):
+    "What writes the exports: the last extension's `write_export`, else `default` (`export_model`)."
+    return self.writers[-1].write_export if self.writers else default
 
 @patch
 def lent_weights(self: Callbacks, trainer, model):

@@ -13,6 +13,7 @@ from diffusers.training_utils import EMAModel
 from safetensors.torch import load_file, load_model
 from fastcore.basics import patch
 from ..config import Config, ConfigError, LoRAConfig, config_to_dict
+from .callbacks import Callback
 from .checkpoint import (checkpoint_models, checkpoint_weights, class_path, export_info, export_model,
                                   is_export, load_exported_model, process_rank, write_json_atomic, read_json,
                                   read_part, check_export, load_ema_state, load_pickle)
@@ -136,8 +137,9 @@ def exported_model(path, build) -> nn.Module:
     return saved_models(path, build())['ema']
 
 # %% ../../nbs/23_run.lora.ipynb #7e738029
-class LoRA:
-    "A run's low-rank adapters (`lora.rank` > 0) on the frozen base `--init-from` names; with rank 0 nothing."
+class LoRA(Callback):
+    """A run's low-rank adapters (`lora.rank` > 0) on the frozen base `--init-from` names; with rank 0 nothing. An
+    extension (`14_run.callbacks`): it wraps the model (`on_model`) and writes the exports (`write_export`)."""
     def __init__(self, cfg: Config, init_from=None, resume=None):
         self.cfg, self.opts, self.on, self.base = cfg, cfg.lora, cfg.lora.rank > 0, None
         if not self.on:
@@ -206,8 +208,13 @@ def _load_adapters(self: LoRA, models: list, folder):
 
 # %% ../../nbs/23_run.lora.ipynb #01477279
 @patch
-def export(self: LoRA, model: nn.Module, run_dir, name: str, info: dict, before_publish=None,
-           scheduler=None) -> Path:
+def on_model(self: LoRA, trainer, model: nn.Module) -> nn.Module:
+    "The model LoRA trains: the base's weights in it, frozen, under fresh adapters (`wrap`)."
+    return self.wrap(model, trainer.task, trainer.accelerator)
+
+@patch
+def write_export(self: LoRA, model: nn.Module, run_dir, name: str, info: dict, before_publish=None,
+                 scheduler=None) -> Path:
     """Export `model` (the EMA weights) to `run_dir/name` as `export_model` does; a LoRA run's: peft's
     adapter files and the base they sit on, and with `lora.merge_export` the merged model in `model/`."""
     if not self.on: return export_model(model, run_dir, name, info, before_publish, scheduler)

@@ -199,8 +199,9 @@ class Checkpointer:
         with tr.ema_weights() as m:
             if not tr.is_main: return
             with writing(f'the {name}/ export', tr.run_dir / name):
-                tr.lora.export(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
-                               scheduler=flow_scheduler(tr.cfg.eval.shift))
+                write = tr.callbacks.export_writer(export_model)        # LoRA's: its adapters and their base
+                write(m, tr.run_dir, name, tr.export_info(**info), before_publish=written,
+                      scheduler=flow_scheduler(tr.cfg.eval.shift))
 
 # %% ../../nbs/26_run.trainer.ipynb #c1dd64db
 @patch
@@ -328,8 +329,9 @@ class Trainer:
         self.run_dir, self.resume, self.init_from = Path(cfg.run.out), resume, init_from
         self.lora = LoRA(cfg, init_from, resume)         # low-rank adapters on a frozen base, or off (23_run.lora)
         self.ema = EMA(cfg.ema)
-        # the extensions first: the EMA of the weights (22_run.ema), FLOPs, compiling and speed (19_run.throughput)
-        self.callbacks = Callbacks([self.ema, Throughput(cfg.run), *default_callbacks(), *callbacks])
+        # the extensions first: the EMA of the weights (22_run.ema), FLOPs, compiling and speed (19_run.throughput),
+        # LoRA's adapters (23_run.lora)
+        self.callbacks = Callbacks([self.ema, Throughput(cfg.run), self.lora, *default_callbacks(), *callbacks])
         self.log = RunLog(self.run_dir, self.is_main)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last)
         self._build(model, objective)
@@ -363,7 +365,7 @@ def _build(self: Trainer, model=None, objective=None):
         torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(cfg.run.seed)                                    # model initialisation
     model = model if model is not None else self.task.make_model()
-    model = self.lora.wrap(model, self.task, acc)                      # LoRA: the base frozen under adapters
+    model = self.callbacks.on_model(self, model)                       # LoRA: the base frozen under adapters
     self.sharded, self.full_copy = cfg.run.fsdp and acc.num_processes > 1, None
     if self.sharded:            # before the optimizer takes the parameters: sharding replaces them
         model = model.to(acc.device)
