@@ -39,7 +39,7 @@ class Callback:
     def on_run_facts(self, trainer, facts: dict): pass          # run_info.json's facts about to be written: add some
     # write an export its own way (arguments as `export_model`'s); the last extension that has it writes them all
     def write_export(self, model, run_dir, name: str, info: dict, before_publish=None, scheduler=None): pass
-    checkpoint_file: str | None = None                          # its state's own file in a checkpoint (see below)
+    format_part: str | None = None                              # its file, where it is a part of the checkpoint format
 
 # %% ../../nbs/14_run.callbacks.ipynb #9cd83de8
 STEP_EVENTS = ('on_loss', 'on_before_update', 'on_update')      # sent at every micro-batch or optimizer step
@@ -113,7 +113,7 @@ def callback_states(cbs: Callbacks) -> dict:
     "The state of every callback that keeps one, by key."
     out = {}
     for key, c in zip(_keys(cbs.items), cbs.items):
-        if getattr(c, 'checkpoint_file', None): continue            # a part of the checkpoint of its own
+        if getattr(c, 'format_part', None): continue                # written by the checkpointer itself
         state = c.state_dict() if hasattr(c, 'state_dict') else {}
         if state: out[key] = state
     return out
@@ -121,5 +121,5 @@ def callback_states(cbs: Callbacks) -> dict:
 def load_callback_states(cbs: Callbacks, states: dict):
     "Give each callback its state back from `states` (a callback with none there starts afresh)."
     for key, c in zip(_keys(cbs.items), cbs.items):
-        if getattr(c, 'checkpoint_file', None): continue
+        if getattr(c, 'format_part', None): continue
         if key in states and hasattr(c, 'load_state_dict'): c.load_state_dict(states[key])

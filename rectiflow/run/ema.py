@@ -19,7 +19,7 @@ __all__ = ['EMA']
 # %% ../../nbs/22_run.ema.ipynb #a81e7a47
 class EMA(Callback):
     "The exponential moving average of a run's trained weights (diffusers' `EMAModel`), lent to evaluation and exports."
-    checkpoint_file = EMA_FILE
+    format_part = EMA_FILE
 
     def __init__(self, cfg: EMAConfig): self.cfg, self.ema_model = cfg, None
 
