@@ -10,7 +10,7 @@ import torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['STEP_EVENTS', 'Callback', 'overrides', 'Callbacks', 'callback_states', 'load_callback_states']
+__all__ = ['STEP_EVENTS', 'INDEXED', 'Callback', 'overrides', 'Callbacks', 'callback_states', 'load_callback_states']
 
 # %% ../../nbs/14_run.callbacks.ipynb #6e37be4d
 class Callback:
@@ -43,6 +43,8 @@ class Callback:
 
 # %% ../../nbs/14_run.callbacks.ipynb #9cd83de8
 STEP_EVENTS = ('on_loss', 'on_before_update', 'on_update')      # sent at every micro-batch or optimizer step
+# the events whose overriders are listed once: those of every step, and those whose last or chain is what counts
+INDEXED = (*STEP_EVENTS, 'on_model', 'weights', 'write_export')
 
 def overrides(c, event: str) -> bool:
     "Whether callback `c` overrides `event` of `Callback` (an object that is no `Callback`: whether it has it)."
@@ -53,11 +55,7 @@ class Callbacks:
     "A trainer's callbacks, called in order; the per-step events only on those that define them."
     def __init__(self, callbacks=()):
         self.items = list(callbacks)
-        self.hooks = {e: [c for c in self.items if overrides(c, e)] for e in STEP_EVENTS}
-        self.loss_hooks = self.hooks['on_loss']
-        self.lenders = [c for c in self.items if overrides(c, 'weights')]
-        self.builders = [c for c in self.items if overrides(c, 'on_model')]
-        self.writers = [c for c in self.items if overrides(c, 'write_export')]
+        self.hooks = {e: [c for c in self.items if overrides(c, e)] for e in INDEXED}
 
     def __call__(self, event: str, trainer, *args):
         "Send `event` to every callback that has it."
@@ -67,7 +65,7 @@ class Callbacks:
 
     def on_loss(self, trainer, loss: torch.Tensor) -> torch.Tensor:
         "The loss after every callback that changes it."
-        for c in self.loss_hooks: loss = c.on_loss(trainer, loss)
+        for c in self.hooks['on_loss']: loss = c.on_loss(trainer, loss)
         return loss
 
 # %% ../../nbs/14_run.callbacks.ipynb #5b7a74a1
@@ -84,18 +82,20 @@ def on_update(self: Callbacks, trainer):
 @patch
 def on_model(self: Callbacks, trainer, model):
     "The model after every extension that wraps it, in order."
-    for c in self.builders: model = c.on_model(trainer, model)
+    for c in self.hooks['on_model']: model = c.on_model(trainer, model)
     return model
 
 @patch
 def export_writer(self: Callbacks, default):
     "What writes the exports: the last extension's `write_export`, else `default` (`export_model`)."
-    return self.writers[-1].write_export if self.writers else default
+    writers = self.hooks['write_export']
+    return writers[-1].write_export if writers else default
 
 @patch
 def lent_weights(self: Callbacks, trainer, model):
     "A context manager with the weights evaluation uses: the last lender's, else `model` as it is."
-    lent = self.lenders[-1].weights(trainer) if self.lenders else None
+    lenders = self.hooks['weights']
+    lent = lenders[-1].weights(trainer) if lenders else None
     return nullcontext(model) if lent is None else lent
 
 # %% ../../nbs/14_run.callbacks.ipynb #026e8a59
@@ -109,17 +109,16 @@ def _keys(items) -> list[str]:
         keys.append(n if seen[n] == 1 else f'{n}#{seen[n]}')
     return keys
 
+def _saved(cbs: Callbacks):
+    "(key, callback) of those whose state goes to `callbacks.safetensors`: all but the checkpoint format's parts."
+    return [(k, c) for k, c in zip(_keys(cbs.items), cbs.items) if not getattr(c, 'format_part', None)]
+
 def callback_states(cbs: Callbacks) -> dict:
     "The state of every callback that keeps one, by key."
-    out = {}
-    for key, c in zip(_keys(cbs.items), cbs.items):
-        if getattr(c, 'format_part', None): continue                # written by the checkpointer itself
-        state = c.state_dict() if hasattr(c, 'state_dict') else {}
-        if state: out[key] = state
-    return out
+    states = {key: c.state_dict() if hasattr(c, 'state_dict') else {} for key, c in _saved(cbs)}
+    return {key: s for key, s in states.items() if s}
 
 def load_callback_states(cbs: Callbacks, states: dict):
     "Give each callback its state back from `states` (a callback with none there starts afresh)."
-    for key, c in zip(_keys(cbs.items), cbs.items):
-        if getattr(c, 'format_part', None): continue
+    for key, c in _saved(cbs):
         if key in states and hasattr(c, 'load_state_dict'): c.load_state_dict(states[key])
