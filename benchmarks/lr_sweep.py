@@ -2,7 +2,7 @@
 
 On the digits default: (1) the range test from --lo to --hi over --steps steps; (2) a constant-LR run of
 --steps optimizer steps at each LR of --lrs, from the same initial weights, scored by the final
-EMA-free validation loss (`Trainer.validation_loss`: fixed items, fixed t and noise); the best LR is the
+EMA-free validation loss (`Evaluation.validation_loss`: fixed items, fixed t and noise); the best LR is the
 lowest; (3) for each heuristic, the ratio between its suggestion and the best LR, and whether it is within 3x.
 Writes benchmarks/lr_sweep.json and prints a markdown table.  Usage: python benchmarks/lr_sweep.py [--seeds 0,1]
 """
@@ -25,8 +25,8 @@ def sweep_run(lr: float, steps: int, warmup: int, seed: int) -> dict:
         tr, losses, t0 = task_trainer(cfg), [], time.time()
         try:
             for _, (loss, _) in zip(range(steps), tr.optimizer_steps()): losses.append(loss.item())
-            val = tr.validation_loss()
-            with tr.ema_weights() as m: val_ema = tr.validation_loss(m)
+            val = tr.evaluation.validation_loss()
+            with tr.ema_weights() as m: val_ema = tr.evaluation.validation_loss(m)
         except NonFiniteError: val = val_ema = math.inf
         tail = losses[-max(1, steps // 5):]
         return {'lr': lr, 'seed': seed, 'val_loss': val, 'val_loss_ema': val_ema, 'train_tail': sum(tail) / len(tail),

@@ -76,7 +76,7 @@ def field_ranges(section) -> dict:
 @dataclass
 class RunConfig:
     out: str = 'runs/default'                   # run directory
-    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 32_tasks.registry)
+    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 35_tasks.registry)
     task: str = ''
     seed: int = ranged(0, ge=0, le=2**32 - 1)   # the one seed every random stream is derived from
     steps: int = ranged(800, gt=0)              # optimizer steps (not micro-batches)
@@ -154,7 +154,7 @@ class EvalConfig:
     n_samples: int = ranged(1000, gt=0)
     # steps between quality passes (0: off): the task's quality figures of eval.quality_samples samples join the
     # validation record; each rides on an evaluation, so make it a multiple of eval.every; a run shorter than it
-    # has none (08_eval.gauge, 26_run.trainer)
+    # has none (08_eval.gauge, 29_run.trainer)
     quality_every: int = ranged(0, ge=0)
     quality_samples: int = ranged(200, gt=0)  # samples per quality pass (with a fixed seed and the run's sampler)
     # image folders: also the Fréchet distance in this local transformers encoder's features (e.g. DINOv2)
@@ -356,7 +356,7 @@ def apply_overrides(cfg: Config, args) -> Config:
 # %% ../nbs/00_config.ipynb #4635b6cb
 SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
-GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 36_tools.gates
+GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 39_tools.gates
 TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 17_run.tracking
 COMPILE_MODES = ('off', 'model', 'regional')                   # see 19_run.throughput
 T_SAMPLERS = ('uniform', 'logit_normal')

@@ -8,8 +8,9 @@ import ast, importlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['LAYERS', 'MOVED', 'package_modules', 'imported_names', 'import_edges', 'import_cycles', 'layer_violations',
-           'folder_of', 'split_folders', 'task_name_uses', 'check_layout', 'lazy_names', 'current_module']
+__all__ = ['LAYERS', 'MOVED', 'MOVED_NAMES', 'package_modules', 'imported_names', 'import_edges', 'import_cycles',
+           'layer_violations', 'folder_of', 'split_folders', 'task_name_uses', 'check_layout', 'lazy_names',
+           'current_module']
 
 # %% ../nbs/01_layout.ipynb #b0e51645
 LAYERS = (
@@ -29,7 +30,9 @@ LAYERS = (
     ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights
     ('run.lora', 'run.repa'),                          # LoRA adapters; REPA
     ('run.cards',),                                    # the exports' model cards; rectiflow export
-    ('run.trainer',),                                  # the Trainer
+    ('run.checkpointer', 'run.evaluation'),            # a run's checkpoints in parts; its evaluations
+    ('run.lifecycle',),                                # the run log, the start and the ends of a run
+    ('run.trainer',),                                  # the Trainer: the loop
     ('tasks.flow', 'tasks.filler', 'tasks.sequences'), # built-in tasks
     ('tasks.latents', 'tasks.lines'),                  # ... that reuse the flow task's figures
     ('tasks.registry',),                               # the registry; train(), evaluate(), load_run()
@@ -222,6 +225,11 @@ MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rect
          'rectiflow.sweep': 'rectiflow.tools.sweep', 'rectiflow.gates': 'rectiflow.tools.gates',
          'rectiflow.widgets': 'rectiflow.ui.widgets'}
 
-def current_module(module: str) -> str:
-    "Where module `module` (as a file written by an older rectiflow names it) lives now."
-    return MOVED.get(module, module)
+# names that left a module for another (the built-in callbacks moved out of the trainer's chapter)
+MOVED_NAMES = {'rectiflow.run.trainer': {n: 'rectiflow.run.lifecycle' for n in ('ProgressOutput', 'Heartbeat',
+                                                                                'TrackerOutput')}}
+
+def current_module(module: str, name: str = '') -> str:
+    "Where `module`'s `name` (as a file written by an older rectiflow names them) lives now."
+    module = MOVED.get(module, module)
+    return MOVED_NAMES.get(module, {}).get(name.split('.')[0], module)

@@ -93,7 +93,7 @@ def records(run) -> list[dict]:
 
 def comparable(run) -> list[dict]:
     "The records of `run` without the fields that measure the machine: what two runs of one seed have in common."
-    from rectiflow.run.trainer import run_figures
+    from rectiflow.run.lifecycle import run_figures
     return [run_figures(r) for r in records(run)]
 
 def same_run(a, b):

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import run_cli, DIGITS_SHORT
-from rectiflow.run.trainer import run_figures
+from rectiflow.run.lifecycle import run_figures
 
 GOLDEN = Path(__file__).parent / 'golden'
 CASES = {

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/14_run.callbacks.ipynb #7b88df3d
 from __future__ import annotations
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 import torch
 from fastcore.basics import patch
@@ -30,8 +30,11 @@ class Callback:
     def load_state_dict(self, state: dict): pass
     # what an extension adds (see below): build beside the weights, change the gradients, follow the steps, lend weights
     def on_model(self, trainer, model): return model            # the model made, before the optimizer: may wrap it
+    def trained_parameters(self, trainer) -> list: return []    # parameters it trains beside the model's (after them)
     def on_built(self, trainer): pass                           # model and optimizer prepared on the device
     def on_ready(self, trainer): pass                           # built, loaded, the fixed batches made: before step one
+    def forward_window(self, trainer): return None              # a context manager around the objective's forward
+    def loss_term(self, trainer, batch: dict): return None      # a term back-propagated with the loss, not logged
     def on_before_update(self, trainer): pass                   # the step's gradients, clipped, before the optimizer
     def on_update(self, trainer): pass                          # after each optimizer step, before its record
     def weights(self, trainer): return None                     # a context manager lending other weights; None: not
@@ -39,12 +42,14 @@ class Callback:
     def on_run_facts(self, trainer, facts: dict): pass          # run_info.json's facts about to be written: add some
     # write an export its own way (arguments as `export_model`'s); the last extension that has it writes them all
     def write_export(self, model, run_dir, name: str, info: dict, before_publish=None, scheduler=None): pass
-    format_part: str | None = None                              # its file, where it is a part of the checkpoint format
+    # its file, where it is a part of the checkpoint format: then it has `reads`, `write_part` and `load_part`
+    format_part: str | None = None
 
 # %% ../../nbs/14_run.callbacks.ipynb #9cd83de8
-STEP_EVENTS = ('on_loss', 'on_before_update', 'on_update')      # sent at every micro-batch or optimizer step
+# sent at every micro-batch or optimizer step
+STEP_EVENTS = ('forward_window', 'on_loss', 'loss_term', 'on_before_update', 'on_update')
 # the events whose overriders are listed once: those of every step, and those whose last or chain is what counts
-INDEXED = (*STEP_EVENTS, 'on_model', 'weights', 'write_export')
+INDEXED = (*STEP_EVENTS, 'on_model', 'trained_parameters', 'weights', 'write_export')
 
 def overrides(c, event: str) -> bool:
     "Whether callback `c` overrides `event` of `Callback` (an object that is no `Callback`: whether it has it)."
@@ -70,6 +75,23 @@ class Callbacks:
 
 # %% ../../nbs/14_run.callbacks.ipynb #5b7a74a1
 @patch
+def forward_window(self: Callbacks, trainer):
+    "A context manager around the objective's forward: the windows the extensions open at this step, entered."
+    stack = ExitStack()
+    for c in self.hooks['forward_window']:
+        window = c.forward_window(trainer)
+        if window is not None: stack.enter_context(window)
+    return stack
+
+@patch
+def with_terms(self: Callbacks, trainer, loss: torch.Tensor, batch: dict) -> torch.Tensor:
+    "`loss` plus every extension's loss term: what is back-propagated (the loss logged stays `loss`)."
+    for c in self.hooks['loss_term']:
+        term = c.loss_term(trainer, batch)
+        if term is not None: loss = loss + term
+    return loss
+
+@patch
 def on_before_update(self: Callbacks, trainer):
     "The gradients, before the optimizer takes them, to every callback that changes or reads them."
     for c in self.hooks['on_before_update']: c.on_before_update(trainer)
@@ -84,6 +106,11 @@ def on_model(self: Callbacks, trainer, model):
     "The model after every extension that wraps it, in order."
     for c in self.hooks['on_model']: model = c.on_model(trainer, model)
     return model
+
+@patch
+def trained_parameters(self: Callbacks, trainer) -> list:
+    "The parameters the extensions train beside the model's, in their order."
+    return [p for c in self.hooks['trained_parameters'] for p in c.trained_parameters(trainer)]
 
 @patch
 def export_writer(self: Callbacks, default):

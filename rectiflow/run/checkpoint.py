@@ -292,7 +292,7 @@ def check_export(path) -> Path:
 # %% ../../nbs/15_run.checkpoint.ipynb #4d165785
 def _import_class(spec: str):
     module, _, name = spec.partition(':')
-    obj = importlib.import_module(current_module(module))
+    obj = importlib.import_module(current_module(module, name))
     for part in name.split('.'): obj = getattr(obj, part)
     return obj
 

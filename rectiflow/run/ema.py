@@ -5,12 +5,13 @@
 # %% ../../nbs/22_run.ema.ipynb #7a25b948
 from __future__ import annotations
 from contextlib import contextmanager
+from pathlib import Path
 import torch
 from diffusers.training_utils import EMAModel
 from fastcore.basics import patch
 from ..config import EMAConfig
 from .callbacks import Callback
-from .checkpoint import EMA_FILE
+from .checkpoint import EMA_FILE, save_ema_state
 from .sharding import full_tensor, like
 
 # %% auto #0
@@ -19,14 +20,14 @@ __all__ = ['EMA']
 # %% ../../nbs/22_run.ema.ipynb #a81e7a47
 class EMA(Callback):
     "The exponential moving average of a run's trained weights (diffusers' `EMAModel`), lent to evaluation and exports."
-    format_part = EMA_FILE
+    format_part, reads = EMA_FILE, ('ema',)            # a part of the checkpoint format (26_run.checkpointer)
 
     def __init__(self, cfg: EMAConfig): self.cfg, self.ema_model = cfg, None
 
     def on_built(self, trainer):
         "The shadow weights, copies of the trained weights where they live (after `prepare`)."
         self.params, self.model = trainer.params, trainer.unwrapped
-        self.full_copy = trainer.full_copy if trainer.sharded else None     # the gathered EMA's home
+        self.full_copy = trainer.sharding.full_copy if trainer.sharded else None     # the gathered EMA's home
         c = self.cfg
         self.ema_model = EMAModel(self.params, decay=c.decay, use_ema_warmup=c.warmup, inv_gamma=c.inv_gamma,
                                   power=c.power, foreach=True)
@@ -63,3 +64,12 @@ def load_state_dict(self: EMA, state: dict):
     "Take back a state (whole tensors), each shadow weight on the device and sharded as its parameter is."
     self.ema_model.load_state_dict(state)
     self.ema_model.shadow_params = [like(s, p) for s, p in zip(self.ema_model.shadow_params, self.params)]
+
+@patch
+def write_part(self: EMA, tr, folder: Path):
+    "Its file of a checkpoint: the state (whole: gathered in a sharded run, every process calls it), written by rank 0."
+    state = self.full_state_dict() if self.full_copy is not None else self.state_dict()
+    if tr.is_main: save_ema_state(state, folder / EMA_FILE)
+
+@patch
+def load_part(self: EMA, tr, path: Path, parts: dict): self.load_state_dict(parts['ema'])

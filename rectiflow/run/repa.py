@@ -5,19 +5,21 @@
 # %% ../../nbs/24_run.repa.ipynb #55473d4a
 from __future__ import annotations
 import inspect, json, math
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+from fastcore.basics import patch
 from ..config import Config, ConfigError
+from .callbacks import Callback
 from .throughput import repeated_blocks
 
 # %% auto #0
 __all__ = ['default_block_index', 'main_tensor', 'aligned_block', 'BlockCapture', 'load_encoder', 'EncoderInput', 'encoder_input',
            'encoder_features', 'activation_map', 'common_grid', 'on_grid', 'make_projector', 'alignment_loss',
-           'TermLog', 'NoREPA', 'REPA', 'make_repa']
+           'TermLog', 'REPA', 'repa_extensions']
 
 # %% ../../nbs/24_run.repa.ipynb #d1460af9
 def default_block_index(n: int) -> int:
@@ -244,84 +246,74 @@ class TermLog:
         self.count = state['count']
 
 # %% ../../nbs/24_run.repa.ipynb #a46b1fcf
-class NoREPA:
-    "A run without representation alignment: the trainer's calls into it do nothing."
-    def parameters(self) -> list: return []
-    def prepare(self, accelerator): pass
-    def watching(self, step: int): return nullcontext()
-    def add_term(self, loss: torch.Tensor, batch: dict) -> torch.Tensor: return loss
-    def figures(self) -> dict: return {}
-    def trainer_state(self) -> dict: return {}
-    def load_trainer_state(self, state: dict): pass
-    def log_state(self) -> dict | None: return None
-    def load_log_state(self, state: dict | None): pass
+class REPA(Callback):
+    "REPA in a run, an extension: the frozen encoder, a capture on the aligned block, the projector trained beside it."
+    def __init__(self, cfg: Config):
+        r = cfg.repa
+        self.cfg, self.weight, self.end = cfg, r.weight, r.until * cfg.run.steps
+        self.log = TermLog()
+
+    def on_model(self, trainer, model: nn.Module) -> nn.Module:
+        "Attach to the model made (LoRA's wrapping included), on this process's device."
+        self.attach(model, trainer.data_info, trainer.accelerator.device, trainer.sharded)
+        return model
+
+    def trained_parameters(self, trainer) -> list: return list(self.projector.parameters())
+
+    def on_built(self, trainer):
+        "The projector prepared as a second model (all-reduced over processes; saved by accelerate as model_1)."
+        self.projector = trainer.accelerator.prepare(self.projector)
+
+def repa_extensions(cfg: Config) -> list:
+    "The extensions of `cfg`'s run for representation alignment: `REPA`, or none where `repa.encoder` is ''."
+    return [REPA(cfg)] if cfg.repa.encoder else []
 
 # %% ../../nbs/24_run.repa.ipynb #b32b11ba
-class REPA(NoREPA):
-    "REPA in a run: the frozen encoder, the capture on the aligned block, and the projector trained beside the model."
-    def __init__(self, cfg: Config, model: nn.Module, shape: tuple, device='cpu'):
-        r = cfg.repa
-        self.weight, self.end = r.weight, r.until * cfg.run.steps
-        self.encoder = load_encoder(r.encoder, device)
-        self.input = encoder_input(self.encoder, r.encoder, r.image_size)
-        probe = encoder_features(self.encoder, self.input, torch.zeros(1, *shape, device=device))
-        self.encoder_grid, width = tuple(probe.shape[-2:]), probe.shape[1]
-        self.layer, block, out = aligned_block(model, r.layer, shape)
-        self.aspect = shape[-2] / shape[-1]
-        rows = activation_map(torch.empty(1, *out[1:], device='meta'), self.aspect)
-        self.grid = common_grid(tuple(rows.shape[-2:]), self.encoder_grid)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.run.seed)
-            self.projector = make_projector(rows.shape[1], r.projector_dim, width).to(device)
-        self.capture, self.log = BlockCapture(block), TermLog()
-
-    def parameters(self) -> list: return list(self.projector.parameters())
-
-    def prepare(self, accelerator):
-        "The projector prepared as a second model (all-reduced, saved as model_1; the term log goes in the state file)."
-        self.projector = accelerator.prepare(self.projector)
-
-    def watching(self, step: int):
-        "The window for the objective's forward at optimizer step `step` (counted from 0), while the term applies."
-        return self.capture.window() if step < self.end else nullcontext()
-
-    def add_term(self, loss: torch.Tensor, batch: dict) -> torch.Tensor:
-        "`loss` plus `repa.weight` times the alignment term where the last window caught the block (else `loss`)."
-        a = self.capture.pop()
-        if a is None: return loss
-        if 'mask' in batch:
-            raise ConfigError("repa aligns whole images, but this task's batches are padded (they carry a mask); "
-                              "use fixed-size images or turn repa off.")
-        target = on_grid(encoder_features(self.encoder, self.input, batch['x1'], self.encoder_grid), self.grid)
-        term = alignment_loss(self.projector(on_grid(activation_map(a.float(), self.aspect), self.grid)), target)
-        self.log.add(term)
-        return loss + self.weight * term
-
-    def figures(self) -> dict: return self.log.figures()
-
-    def trainer_state(self) -> dict:
-        "The projector's weights and the term log, for `Trainer.state_dict` (the LR range test's restore, the gates)."
-        weights = {k: v.detach().clone() for k, v in _unwrapped(self.projector).state_dict().items()}
-        return {'repa': {'projector': weights, 'log': self.log.state_dict()}}
-
-    def log_state(self) -> dict: return self.log.state_dict()
-
-    def load_log_state(self, state: dict | None):
-        if state is not None: self.log.load_state_dict(state)
-
-    def load_trainer_state(self, state: dict):
-        if 'repa' not in state: return
-        _unwrapped(self.projector).load_state_dict(state['repa']['projector'])
-        self.log.load_state_dict(state['repa']['log'])
-
-def _unwrapped(module: nn.Module) -> nn.Module: return getattr(module, 'module', module)    # DDP's wrapper
-
-# %% ../../nbs/24_run.repa.ipynb #1564f2b7
-def make_repa(cfg: Config, model: nn.Module, info, device='cpu', sharded: bool = False) -> NoREPA:
-    "Representation alignment for `cfg`'s run of `model` on data `info`: `NoREPA` where `repa.encoder` is ''."
-    if not cfg.repa.encoder: return NoREPA()
+@patch
+def attach(self: REPA, model: nn.Module, info, device='cpu', sharded: bool = False):
+    "The encoder, the aligned block of `model` for data `info` and its capture, the projector (images only)."
     if info.kind != 'image' or len(info.shape) != 3:
         raise ConfigError(f"repa aligns images: the encoder reads x1, and this run's data ({info.name}) are "
                           f"{info.kind} items of shape {tuple(info.shape)}; turn repa off (repa.encoder '').")
     if sharded: raise ConfigError("repa does not combine with run.fsdp: the projector is not sharded; turn one off.")
-    return REPA(cfg, model, tuple(info.shape), device)
+    r, shape = self.cfg.repa, tuple(info.shape)
+    self.encoder = load_encoder(r.encoder, device)
+    self.input = encoder_input(self.encoder, r.encoder, r.image_size)
+    probe = encoder_features(self.encoder, self.input, torch.zeros(1, *shape, device=device))
+    self.encoder_grid, width = tuple(probe.shape[-2:]), probe.shape[1]
+    self.layer, block, out = aligned_block(model, r.layer, shape)
+    self.aspect = shape[-2] / shape[-1]
+    rows = activation_map(torch.empty(1, *out[1:], device='meta'), self.aspect)
+    self.grid = common_grid(tuple(rows.shape[-2:]), self.encoder_grid)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(self.cfg.run.seed)
+        self.projector = make_projector(rows.shape[1], r.projector_dim, width).to(device)
+    self.capture = BlockCapture(block)
+
+# %% ../../nbs/24_run.repa.ipynb #1564f2b7
+@patch
+def forward_window(self: REPA, trainer):
+    "The capture's window around the objective's forward at optimizer step `trainer.step`, while the term applies."
+    return self.capture.window() if trainer.step < self.end else None
+
+@patch
+def loss_term(self: REPA, trainer, batch: dict) -> torch.Tensor | None:
+    "`repa.weight` times the alignment term, where the last window caught the block (else None)."
+    a = self.capture.pop()
+    if a is None: return None
+    if 'mask' in batch:
+        raise ConfigError("repa aligns whole images, but this task's batches are padded (they carry a mask); "
+                          "use fixed-size images or turn repa off.")
+    target = on_grid(encoder_features(self.encoder, self.input, batch['x1'], self.encoder_grid), self.grid)
+    term = alignment_loss(self.projector(on_grid(activation_map(a.float(), self.aspect), self.grid)), target)
+    self.log.add(term)
+    return self.weight * term
+
+@patch
+def on_train_record(self: REPA, trainer, record: dict): record.update(self.log.figures())
+
+@patch
+def state_dict(self: REPA) -> dict: return {'log': self.log.state_dict()}
+
+@patch
+def load_state_dict(self: REPA, state: dict): self.log.load_state_dict(state['log'])

@@ -4,14 +4,20 @@
 
 # %% ../../nbs/20_run.sharding.ipynb #fa86660a
 from __future__ import annotations
+import copy
+from pathlib import Path
 import torch
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
+from safetensors.torch import save_file
+from ..config import Config
+from .callbacks import Callback
+from .checkpoint import per_process, process_rank
 from .throughput import repeated_blocks
 
 # %% auto #0
 __all__ = ['shard_model', 'is_sharded', 'shard_figures', 'full_tensor', 'like', 'full_model_state', 'full_optimizer_state',
-           'load_full_state']
+           'load_full_state', 'ShardedState', 'Sharding', 'sharding_extensions']
 
 # %% ../../nbs/20_run.sharding.ipynb #6e0d0021
 def shard_model(model: nn.Module) -> nn.Module:
@@ -58,3 +64,40 @@ def load_full_state(model: nn.Module, model_state: dict, optimizer=None, optimiz
     from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_optimizer_state_dict
     set_model_state_dict(model, model_state, options=_full_options())
     if optimizer is not None: set_optimizer_state_dict(model, optimizer, optimizer_state, options=_full_options())
+
+# %% ../../nbs/20_run.sharding.ipynb #929113f5
+class ShardedState:
+    "A sharded model's training state as a checkpoint part: `save_state`'s files, gathered whole, written by rank 0."
+    reads = ('model', 'optimizer', 'scheduler', 'rng')
+
+    def write_part(self, tr, folder: Path):
+        model = full_model_state(tr.unwrapped)
+        optimizer = full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
+        rng = per_process(tr.rng_state())
+        if not tr.is_main: return
+        save_file(model, str(folder / 'model.safetensors'))
+        for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
+                          ('random_states.pkl', rng)]:
+            torch.save(obj, folder / name)
+
+    def load_part(self, tr, path: Path, parts: dict):
+        load_full_state(tr.unwrapped, parts['model'], tr.optimizer.optimizer, parts['optimizer'])
+        tr.scheduler.load_state_dict(parts['scheduler'])
+        tr.load_state_dict({'rng': parts['rng'][process_rank()[0]]})
+
+# %% ../../nbs/20_run.sharding.ipynb #a0b1de44
+class Sharding(Callback):
+    "FSDP as an extension: the model sharded when made (a whole copy kept for the gathered EMA); its checkpoint part."
+    part = ShardedState()
+
+    def on_model(self, trainer, model: nn.Module) -> nn.Module:
+        "Shard the model made over the processes, on this process's device; keep a whole copy, frozen."
+        model = model.to(trainer.accelerator.device)
+        self.full_copy = copy.deepcopy(model).requires_grad_(False)     # the gathered EMA's home: samples, exports
+        return shard_model(model)
+
+    def on_run_facts(self, trainer, facts: dict): facts['sharding'] = shard_figures(trainer.unwrapped)
+
+def sharding_extensions(cfg: Config, num_processes: int) -> list:
+    "`cfg`'s sharding extension: `Sharding` where `run.fsdp` asks for it and there are processes to shard over."
+    return [Sharding()] if cfg.run.fsdp and num_processes > 1 else []

@@ -115,7 +115,7 @@ def count_flops(self: Throughput, trainer, n: int = 16) -> float | None:
     "Training FLOPs per item: the forward of `n` fixed validation items of `trainer` counted, x3 with the backward."
     b = trainer.to_device({k: v[:n] for k, v in trainer.val_batch.items()})
     device = trainer.accelerator.device
-    model = trainer.full_copy if trainer.sharded else trainer.unwrapped         # counted whole: no collectives
+    model = trainer.sharding.full_copy if trainer.sharded else trainer.unwrapped         # counted whole: no collectives
     with torch.random.fork_rng(devices=[device] if device.type == 'cuda' else []):   # draws nothing from the run
         fwd = forward_flops(lambda: trainer.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
     return None if fwd is None else 3 * fwd / len(b['x1'])

@@ -75,7 +75,7 @@ def test_evaluate_quality_gives_the_recorded_figures_from_the_cached_gauge(run):
 def test_a_quality_pass_leaves_the_global_rng_of_a_run_as_it_was(run):
     import torch
     from rectiflow.tasks.registry import load_checkpoint
-    from rectiflow.run.trainer import quality_figures
+    from rectiflow.run.evaluation import quality_figures
     c = load_checkpoint(run['run'] / 'checkpoints' / 'step_000040')
     gauge._GAUGES.clear()
     gauge._ENCODERS.clear()                                      # the gauge and the encoder built afresh, mid-run

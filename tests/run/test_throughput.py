@@ -4,7 +4,7 @@ fp32; the throughput figures are consistent with the FLOPs counted once."""
 import copy, json
 import pytest, torch
 from conftest import main_in_process, records, final_weights, TINY_MOONS
-from rectiflow.run.trainer import run_figures
+from rectiflow.run.lifecycle import run_figures
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']       # the settings of the tiny_run fixture
 REGIONAL = ['--run.compile', 'regional', '--run.compile_backend', 'aot_eager']

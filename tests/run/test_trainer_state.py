@@ -3,7 +3,7 @@ checkpoint, is put back by the LR range test's restore, and is compared by the r
 import json
 from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset, task_trainer
-from rectiflow.run.trainer import Checkpointer
+from rectiflow.run.checkpointer import Checkpointer
 from rectiflow.tools.lr_find import preserved
 from rectiflow.tools.gates import resume_gate, flat_state
 
