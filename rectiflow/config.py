@@ -76,7 +76,7 @@ def field_ranges(section) -> dict:
 @dataclass
 class RunConfig:
     out: str = 'runs/default'                   # run directory
-    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 35_tasks.registry)
+    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 37_tasks.registry)
     task: str = ''
     seed: int = ranged(0, ge=0, le=2**32 - 1)   # the one seed every random stream is derived from
     steps: int = ranged(800, gt=0)              # optimizer steps (not micro-batches)
@@ -86,13 +86,13 @@ class RunConfig:
     # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     max_steps: int = ranged(0, ge=0)
     # also send records, strips, config to: 'none', or tensorboard, trackio, wandb, several comma-separated
-    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 17_run.tracking)
+    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 19_run.tracking)
     tracker: str = 'none'
     # >0: run this many real steps under torch.profiler, write the operator table and trace, then exit
     profile_steps: int = ranged(0, ge=0)
     # your own callbacks: comma-separated import paths package.module:Name of Callback classes
     callbacks: str = ''
-    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 19_run.throughput
+    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 21_run.throughput
     compile: str = 'off'
     compile_backend: str = 'inductor'           # torch.compile's backend ('aot_eager': no code generation)
     gradient_checkpointing: bool = False        # recompute activations in the backward: less memory, more compute
@@ -154,7 +154,7 @@ class EvalConfig:
     n_samples: int = ranged(1000, gt=0)
     # steps between quality passes (0: off): the task's quality figures of eval.quality_samples samples join the
     # validation record; each rides on an evaluation, so make it a multiple of eval.every; a run shorter than it
-    # has none (08_eval.gauge, 29_run.trainer)
+    # has none (08_eval.gauge, 31_run.trainer)
     quality_every: int = ranged(0, ge=0)
     quality_samples: int = ranged(200, gt=0)  # samples per quality pass (with a fixed seed and the run's sampler)
     # image folders: also the Fréchet distance in this local transformers encoder's features (e.g. DINOv2)
@@ -174,7 +174,7 @@ class CheckpointConfig:
 # %% ../nbs/00_config.ipynb #46a4853b
 @dataclass
 class LoRAConfig:
-    # >0: train low-rank adapters of this rank on the frozen base --init-from names (23_run.lora); 0: off
+    # >0: train low-rank adapters of this rank on the frozen base --init-from names (25_run.lora); 0: off
     rank: int = ranged(0, ge=0)
     alpha: float = ranged(0.0, ge=0)    # the adapters' scale is alpha / rank (0: alpha = rank, a scale of 1)
     # comma-separated module-name patterns ('to_q', 'blocks.*.attn1.to_*'); '': the model's default layers
@@ -184,7 +184,7 @@ class LoRAConfig:
 # %% ../nbs/00_config.ipynb #e373bd60
 @dataclass
 class REPAConfig:
-    # a transformers vision encoder's folder (its save_pretrained) to align a block with (24_run.repa); '': off
+    # a transformers vision encoder's folder (its save_pretrained) to align a block with (26_run.repa); '': off
     encoder: str = ''
     weight: float = ranged(0.5, ge=0)         # the alignment term's weight in the loss (the paper's lambda)
     until: float = ranged(1.0, gt=0, le=1)    # the fraction of run.steps the term is on for; then plain flow matching
@@ -356,9 +356,9 @@ def apply_overrides(cfg: Config, args) -> Config:
 # %% ../nbs/00_config.ipynb #4635b6cb
 SOLVERS = ('euler', 'heun', 'midpoint')
 SCHEDULES = ('constant', 'cosine', 'plateau')
-GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 39_tools.gates
-TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 17_run.tracking
-COMPILE_MODES = ('off', 'model', 'regional')                   # see 19_run.throughput
+GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_tools.gates
+TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking
+COMPILE_MODES = ('off', 'model', 'regional')                   # see 21_run.throughput
 T_SAMPLERS = ('uniform', 'logit_normal')
 
 # %% ../nbs/00_config.ipynb #bb1ba66a

@@ -24,7 +24,9 @@ LAYERS = (
     ('flow.sampling', 'flow.vae'),                     # samplers and solvers; the VAE utilities
     ('task',),                                         # the Task interface
     ('run.callbacks',),                                # the events a run sends to what watches or extends it
-    ('run.checkpoint', 'run.schedules'),               # checkpoints, exports, atomic writes; schedules and rules
+    ('run.files', 'run.schedules'),                    # atomic writes, manifests, safe reads; schedules and rules
+    ('run.exports',),                                  # self-describing exports of any module
+    ('run.checkpoint',),                               # the training checkpoint format; resume checks
     ('run.tracking', 'run.guards', 'run.throughput'),  # trackers; the run directory's guards; compile, FLOPs, MFU
     ('run.sharding',),                                 # FSDP: sharding, whole tensors from shards
     ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights

@@ -4,7 +4,7 @@ import json, shutil
 from pathlib import Path
 from huggingface_hub import ModelCard
 from conftest import cli_in_process, records
-from rectiflow.run.checkpoint import check_manifest
+from rectiflow.run.files import check_manifest
 
 def card(folder) -> ModelCard:
     "The model card of the export in `folder`, parsed by huggingface_hub."

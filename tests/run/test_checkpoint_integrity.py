@@ -7,7 +7,7 @@ import json, os, pickle, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
 from conftest import main_in_process, copy_run, fault_env, TINY_MOONS, one_line, same_run
-from rectiflow.run.checkpoint import write_manifest, MANIFEST
+from rectiflow.run.files import write_manifest, MANIFEST
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
 PARTS = {'model': 'model.safetensors', 'optimizer': 'optimizer.bin', 'scheduler': 'scheduler.bin',

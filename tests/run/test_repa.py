@@ -12,7 +12,8 @@ from conftest import cli_in_process, records, final_weights, copy_run
 from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset, task_trainer, load_checkpoint
 from rectiflow.run.lifecycle import run_figures
-from rectiflow.run.checkpoint import load_state_tree, write_manifest
+from rectiflow.run.files import write_manifest
+from rectiflow.run.checkpoint import load_state_tree
 from rectiflow.run.repa import REPA
 from rectiflow.tools.lr_find import preserved
 

@@ -4,7 +4,7 @@ import pytest, torch
 from safetensors.torch import load_file
 from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
 from rectiflow.run.guards import read_holder
-from rectiflow.run.checkpoint import write_manifest
+from rectiflow.run.files import write_manifest
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 
