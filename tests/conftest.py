@@ -1,4 +1,4 @@
-import io, json, os, random, shutil, socket, sys, subprocess
+import atexit, io, json, os, random, shutil, socket, sys, subprocess
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
@@ -6,11 +6,58 @@ import pytest
 
 BIN = Path(sys.executable).parent
 
-def run_cli(*args, launcher=(), timeout=600, **kw):
-    "Run `python -m rectiflow.cli ARGS` (or under a launcher; `env` adds to the environment) and return the CompletedProcess."
-    cmd = [*launcher, *( [] if launcher else [sys.executable]), '-m', 'rectiflow.cli', *map(str, args)]
+def run_cli(*args, launcher=(), timeout=600, fresh=False, **kw):
+    """`rectiflow ARGS` as a process of its own (`env` adds to the environment; `cwd` too), its CompletedProcess.
+    The process is forked from one that has already imported what a command needs (`cli_server.py`): a fresh
+    interpreter spends seconds importing before it does anything, most of a short test's time. A fresh
+    `python -m rectiflow.cli` where `fresh` is set (what a process prints at its start is the point), a `launcher`
+    starts it, or the environment moves PYTHONPATH."""
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **kw.pop('env', {})}
+    server = None if fresh or launcher or set(kw) - {'cwd'} else cli_server(env.get('PYTHONPATH'))
+    if server is not None:
+        done = forked(server, [str(a) for a in args], env, kw.get('cwd'), timeout)
+        if done is not None: return done
+    cmd = [*launcher, *( [] if launcher else [sys.executable]), '-m', 'rectiflow.cli', *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
+
+_servers = {}
+BASE_PYTHONPATH = os.environ.get('PYTHONPATH')      # as the session began (a test may move it: those run fresh)
+
+def cli_server(pythonpath):
+    "This test process's command server, started on first use; None for a command whose PYTHONPATH is another."
+    if pythonpath != BASE_PYTHONPATH: return None
+    server = _servers.get('server')
+    if server is None or server.poll() is not None:
+        env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+        if BASE_PYTHONPATH is not None: env['PYTHONPATH'] = BASE_PYTHONPATH
+        server = subprocess.Popen([sys.executable, str(Path(__file__).parent / 'cli_server.py')], text=True,
+                                  env={**env, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'},
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        _servers['server'] = server
+        atexit.register(server.kill)
+    return server
+
+def forked(server, args, env, cwd, timeout):
+    "`rectiflow ARGS` forked by `server`, waited for up to `timeout` seconds (then killed); None if the server is gone."
+    import tempfile, threading
+    with tempfile.TemporaryDirectory() as d:
+        out, err = Path(d) / 'out', Path(d) / 'err'
+        req = {'args': args, 'env': env, 'cwd': str(Path(cwd or os.getcwd()).resolve()), 'out': str(out), 'err': str(err)}
+        try:
+            server.stdin.write(json.dumps(req) + '\n')
+            server.stdin.flush()
+            pid = json.loads(server.stdout.readline())['pid']
+        except (OSError, ValueError): return None
+        answer = []
+        reader = threading.Thread(target=lambda: answer.append(server.stdout.readline()))
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
+            os.kill(pid, 9)
+            reader.join()
+            raise subprocess.TimeoutExpired(['rectiflow', *args], timeout)
+        code = json.loads(answer[0])['code']
+        return subprocess.CompletedProcess(['rectiflow', *args], code, out.read_text(), err.read_text())
 
 # Small, fast moons settings shared by the end-to-end tests.
 TINY_MOONS = ['--data', 'moons', '--no-progress', '--task.n_train', '2048', '--task.n_val', '256',

@@ -5,7 +5,7 @@ from conftest import run_cli, main_in_process, TINY_MOONS, BIN, cli_in_process, 
 
 def test_train_then_sample_writes_a_complete_run(tmp_path):
     run = tmp_path / 'run'
-    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run)
+    p = run_cli('train', *TINY_MOONS, '--steps', '40', '--out', run, fresh=True)     # a new interpreter, as a user's
     assert p.returncode == 0, p.stderr
     assert 'W2' in p.stdout and 'noise floor' in p.stdout
     for f in ('config.json', 'run_info.json', 'metrics.jsonl', 'final/model/config.json', 'final/model/diffusion_pytorch_model.safetensors',
@@ -68,7 +68,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, case):
     check_one_line_and_nothing_written(tmp_path, case, main_in_process)
 
 def in_a_fresh_process(*args, cwd):
-    p = run_cli(*args, cwd=cwd)
+    p = run_cli(*args, cwd=cwd, fresh=True)
     return p.returncode, p.stdout, p.stderr
 
 @pytest.mark.parametrize('case', ['unknown dataset', 'batch larger than data', 'used out without overwrite'])

@@ -36,7 +36,7 @@ def weights_digest(export: Path) -> dict:
 def observe(name: str, tmp: Path) -> dict:
     "Train golden case `name` into `tmp` from the CLI; what `observed` reads of it."
     run = tmp / name
-    p = run_cli('train', '--no-progress', '--out', run, *CASES[name], timeout=1800)
+    p = run_cli('train', '--no-progress', '--out', run, *CASES[name], timeout=1800, fresh=True)     # as recorded
     assert p.returncode == 0, p.stderr[-3000:]
     return observed(run)
 

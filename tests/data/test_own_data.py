@@ -161,7 +161,7 @@ def test_a_latent_shard_of_the_wrong_shape_is_one_line_exit_2_or_skipped(digits_
     assert info.skipped['count'] == 1 and len(tr) == info.splits['train']
 
 def test_an_unknown_data_path_is_one_line_exit_2(tmp_path):
-    p = run_cli('train', '--data', tmp_path / 'nowhere', '--out', tmp_path / 'run')       # a fresh process: no other line
+    p = run_cli('train', '--data', tmp_path / 'nowhere', '--out', tmp_path / 'run', fresh=True)   # nothing else said
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and 'invalid choice' in p.stderr
 
 # ---- memory ----
