@@ -77,6 +77,7 @@ class Callbacks:
 @patch
 def forward_window(self: Callbacks, trainer):
     "A context manager around the objective's forward: the windows the extensions open at this step, entered."
+    if not self.hooks['forward_window']: return nullcontext()           # a plain run's every micro-step
     stack = ExitStack()
     for c in self.hooks['forward_window']:
         window = c.forward_window(trainer)
