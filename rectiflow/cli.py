@@ -9,13 +9,14 @@ from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 import torch
-from .config import (Config, ConfigError, RunFileWarning, GATE_NAMES, Range, apply_overrides, number_arg,
+from .config import (Config, ConfigError, RunFileWarning, GATE_NAMES, SOLVERS, Range, apply_overrides, number_arg,
                               read_config_dict)
 
 # %% auto #0
-__all__ = ['POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'nfe_list', 'make_parser', 'config_from_args',
-           'resume_target', 'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end',
-           'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'cmd_export', 'main']
+__all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'figure_path', 'nfe_list',
+           'make_parser', 'config_from_args', 'resume_target', 'writer_lock', 'cmd_train', 'gates_allow_training',
+           'final_lines', 'report_end', 'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode',
+           'cmd_sample', 'cmd_export', 'main']
 
 # %% ../nbs/43_cli.ipynb #51449a00
 class _Parser(argparse.ArgumentParser):
@@ -43,6 +44,18 @@ def model_arg(value: str) -> str:
     from rectiflow.flow.models import MODEL_CLASSES
     if value in MODEL_CLASSES: return value
     raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(MODEL_CLASSES)})")
+
+# %% ../nbs/43_cli.ipynb #6089686c
+FIGURE_FORMATS = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
+
+def figure_path(value: str) -> str:
+    "A file to save a figure to: not a folder, its suffix a format matplotlib writes (`sample --out`)."
+    p = Path(value)
+    if p.is_dir(): raise argparse.ArgumentTypeError(f"{value} is a folder; give a file such as {p / 'samples.png'}")
+    if p.suffix.lower() not in FIGURE_FORMATS:
+        raise argparse.ArgumentTypeError(f"cannot save a figure as {p.name!r}: use a name ending in "
+                                         f"{', '.join(FIGURE_FORMATS)}")
+    return value
 
 # %% ../nbs/43_cli.ipynb #fcbd7b6f
 def _config_args(p):
@@ -98,9 +111,10 @@ def _sample_parser(sub):
                    help="samples (default: the task's: 10 per class, 2000 points, 16 items)")
     p.add_argument('--seed', type=SEED, default=0)
     p.add_argument('--nfe', type=POSITIVE_INT, default=None)
-    p.add_argument('--solver', default=None)
+    p.add_argument('--solver', default=None, choices=SOLVERS)
     p.add_argument('--cfg-scale', type=number_arg(float, Range.of(ge=0)), default=None)
-    p.add_argument('--out', default=None, help='PNG path (default: RUN_DIR/samples/grid_seed{seed}.png)')
+    p.add_argument('--out', type=figure_path, default=None,
+                   help='PNG (or .jpg, .pdf, .svg) path (default: RUN_DIR/samples/grid_seed{seed}.png)')
 
 # %% ../nbs/43_cli.ipynb #b4ad03f7
 def nfe_list(text: str) -> list[int]:

@@ -315,11 +315,14 @@ def read_config_dict(path) -> dict:
         text = path.read_bytes().decode('utf-8')
         if path.suffix.lower() in ('.yaml', '.yml'):
             import yaml
-            return yaml.safe_load(text) or {}
-        return json.loads(text)
+            data = yaml.safe_load(text)
+        else: data = json.loads(text)
     except Exception as e:
         why = ' '.join(str(e).split())[:200]                # one line, whatever the parser's message spans
         raise ConfigError(f"Config file {path} could not be parsed ({type(e).__name__}: {why}).") from None
+    if data is None:                                        # an empty YAML file: an empty JSON one fails to parse
+        raise ConfigError(f"Config file {path} is empty; give the sections it changes (run:, optim:, ...).")
+    return data
 
 # %% ../nbs/00_config.ipynb #d65653b2
 def _split_overrides(args):

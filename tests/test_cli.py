@@ -26,6 +26,7 @@ def test_console_script_and_help():
 def _bad_cases(tmp):
     used = tmp / 'used'; used.mkdir(); (used / 'config.json').write_text('{}')
     afile = tmp / 'afile'; afile.write_text('x')
+    empty = tmp / 'empty.yaml'; empty.write_text('# to be written\n')
     return {
         'unknown dataset': (['--data', 'mnist'], 'invalid choice'),
         'unknown model': (['--model', 'gan'], 'invalid choice'),
@@ -43,6 +44,8 @@ def _bad_cases(tmp):
         'missing value': (['--optim.lr'], 'needs a value'),
         'stray argument': (['moons'], "Unexpected argument 'moons'"),
         'missing config file': (['--config', tmp / 'nope.json'], 'does not exist'),
+        'empty config file': (['--config', empty], 'is empty; give the sections'),
+        'sampler budget too small': (['--eval.nfe', '2'], 'eval.nfe 2 is too small for one midpoint step with guidance'),
     }
 
 def test_every_bad_case_is_tested(tmp_path):
@@ -50,7 +53,8 @@ def test_every_bad_case_is_tested(tmp_path):
 
 BAD_CASES = ['unknown dataset', 'unknown model', 'zero steps', 'negative steps', 'zero batch', 'batch larger than data',
              'digits batch larger than data', 'unwritable out', 'out under a file', 'used out without overwrite',
-             'malformed value', 'unknown key', 'unknown section', 'missing value', 'stray argument', 'missing config file']
+             'malformed value', 'unknown key', 'unknown section', 'missing value', 'stray argument', 'missing config file',
+             'empty config file', 'sampler budget too small']
 
 def check_one_line_and_nothing_written(tmp_path, case, run):
     args, message = _bad_cases(tmp_path)[case]
@@ -91,3 +95,12 @@ def test_config_file_round_trip(tmp_path):
     a, b = (json.loads((tmp_path / d / 'config.json').read_text()) for d in 'ab')
     a['run']['out'] = b['run']['out']
     assert a == b and b['optim']['lr'] == 0.002
+
+@pytest.mark.parametrize('flags, message', [(['--solver', 'rk4'], "invalid choice: 'rk4'"),
+                                            (['--out', '{tmp}'], 'is a folder; give a file such as'),
+                                            (['--out', '{tmp}/x.txt'], "cannot save a figure as 'x.txt'")])
+def test_bad_sample_flags_are_one_line_exit_2_and_write_nothing(tiny_run, tmp_path, flags, message):
+    before = sorted(str(p) for d in (tiny_run, tmp_path) for p in d.rglob('*'))
+    code, out, err = main_in_process('sample', tiny_run, *[f.format(tmp=tmp_path) for f in flags])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err and out == '', err
+    assert sorted(str(p) for d in (tiny_run, tmp_path) for p in d.rglob('*')) == before

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import torch
 from fastcore.basics import patch
+from ..config import ConfigError
 from .objective import FlowMatching
 
 # %% auto #0
 __all__ = ['SOLVERS', 'euler_step', 'midpoint_step', 'heun_step', 'shift_sigmas', 'time_grid', 'dynamic_shift', 'integrate',
-           'cfg_combine', 'guided_velocity', 'generate', 'flow_scheduler', 'scheduler_grid']
+           'check_budget', 'cfg_combine', 'guided_velocity', 'generate', 'flow_scheduler', 'scheduler_grid']
 
 # %% ../../nbs/11_flow.sampling.ipynb #19af9f35
 def _t(x, t): return torch.full((len(x),), t, dtype=x.dtype, device=x.device)
@@ -79,6 +80,15 @@ def integrate(f, x0: torch.Tensor, nfe: int | None = None, solver: str = 'euler'
     x = x0
     for t, dt in steps: x = step(counted, x, t, dt)
     return x, used
+
+# %% ../../nbs/11_flow.sampling.ipynb #aad67db3
+def check_budget(nfe: int, solver: str, guided: bool = False, what: str = 'eval.nfe'):
+    "Raise `ConfigError` where `nfe` evaluations buy no `solver` step (a guided step costs twice as many)."
+    evals = SOLVERS[solver][1] * (2 if guided else 1)
+    if nfe // evals >= 1: return
+    how = ' with guidance (each velocity costs 2)' if guided else ''
+    raise ConfigError(f"{what} {nfe} is too small for one {solver} step{how}: it takes {evals} evaluations; "
+                      f"raise {what} to {evals} or more, or choose eval.solver euler.")
 
 # %% ../../nbs/11_flow.sampling.ipynb #ca071736
 def cfg_combine(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float) -> torch.Tensor:

@@ -12,6 +12,7 @@ from fastcore.basics import patch
 from accelerate.utils import broadcast_object_list
 from ..config import Config, ConfigError
 from ..task import Task, save_figure
+from ..flow.sampling import check_budget
 from .guards import writing
 
 # %% auto #0
@@ -79,7 +80,10 @@ def quality_figures(task: Task, model) -> dict:
 # %% ../../nbs/29_run.evaluation.ipynb #bf78ce34
 class Evaluation:
     "A run's evaluations on schedule: the fixed subset scored, quality passes, the rules' events acted on, strips."
-    def __init__(self, tr): self.tr = tr
+    def __init__(self, tr):
+        "Refuse a sampler the strips and quality passes could not run (`check_budget`), before the run starts."
+        self.tr, e = tr, tr.cfg.eval
+        check_budget(e.nfe, e.solver, guided=tr.data_info.n_classes > 0 and e.cfg_scale != 1)
 
     def validation_loss(self, model=None) -> float:
         "Mean validation loss of `model` (default: the raw weights) on the fixed subset, at fixed t and noise."

@@ -216,26 +216,32 @@ def test_a_bad_task_path_is_one_line_exit_2(on_path, spec, message, bad_paths):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (on_path / spec.replace(':', '_')).exists()
 
-BAD_PATHS = r'''
+BAD_INPUT = r'''
 import contextlib, io, json, sys
 from rectiflow.cli import main
 out = {}
-for spec, run in zip(sys.argv[1::2], sys.argv[2::2]):
+for key, args in json.loads(sys.argv[1]).items():
     err = io.StringIO()
-    with contextlib.redirect_stderr(err): code = main(['train', '--task', spec, '--out', run])
-    out[spec] = [code, err.getvalue()]
+    with contextlib.redirect_stderr(err): code = main(args)
+    out[key] = [code, err.getvalue()]
 print(json.dumps(out))
 '''
 
 @pytest.fixture(scope='module')
 def bad_paths(on_path):
-    "What `rectiflow train --task SPEC` says for each bad task path: the command's `main`, in one fresh interpreter."
+    "What `rectiflow train` says for each bad task path and for a negative count: its `main`, in one fresh interpreter."
     specs = ['nosuchpkg.core:Bars', 'yourpkg.core:Nope', 'yourpkg.core:bars']
-    args = [x for s in specs for x in (s, str(on_path / s.replace(':', '_')))]
-    p = subprocess.run([sys.executable, '-c', BAD_PATHS, *args], cwd=on_path, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    cases = {s: ['train', '--task', s, '--out', str(on_path / s.replace(':', '_'))] for s in specs}
+    cases['negative count'] = ['train', '--task', TASK, '--task.n_train', '-5', '--out', str(on_path / 'negative')]
+    p = subprocess.run([sys.executable, '-c', BAD_INPUT, json.dumps(cases)], cwd=on_path, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.splitlines()[-1])
+
+def test_a_negative_count_in_a_task_option_is_one_line_exit_2(on_path, bad_paths):
+    code, err = bad_paths['negative count']           # the tutorial's options declare their ranges
+    assert code == 2 and 'task.n_train must be positive, got -5' in err and len(err.strip().splitlines()) == 1, err
+    assert not (on_path / 'negative').exists()
 
 WIDGETS = r'''
 import importlib.util, json, sys
