@@ -13,7 +13,7 @@ def run_cli(*args, launcher=(), timeout=600, fresh=False, **kw):
     `python -m rectiflow.cli` where `fresh` is set (what a process prints at its start is the point), a `launcher`
     starts it, or the environment moves PYTHONPATH."""
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **kw.pop('env', {})}
-    server = None if fresh or launcher or set(kw) - {'cwd'} else cli_server(env.get('PYTHONPATH'))
+    server = None if fresh or launcher or set(kw) - {'cwd'} or _servers.get('busy') else cli_server(env.get('PYTHONPATH'))
     if server is not None:
         done = forked(server, [str(a) for a in args], env, kw.get('cwd'), timeout)
         if done is not None: return done
@@ -39,25 +39,66 @@ def cli_server(pythonpath):
 
 def forked(server, args, env, cwd, timeout):
     "`rectiflow ARGS` forked by `server`, waited for up to `timeout` seconds (then killed); None if the server is gone."
-    import tempfile, threading
-    with tempfile.TemporaryDirectory() as d:
-        out, err = Path(d) / 'out', Path(d) / 'err'
-        req = {'args': args, 'env': env, 'cwd': str(Path(cwd or os.getcwd()).resolve()), 'out': str(out), 'err': str(err)}
-        try:
-            server.stdin.write(json.dumps(req) + '\n')
-            server.stdin.flush()
-            pid = json.loads(server.stdout.readline())['pid']
-        except (OSError, ValueError): return None
-        answer = []
-        reader = threading.Thread(target=lambda: answer.append(server.stdout.readline()))
-        reader.start()
-        reader.join(timeout)
-        if reader.is_alive():
-            os.kill(pid, 9)
-            reader.join()
-            raise subprocess.TimeoutExpired(['rectiflow', *args], timeout)
-        code = json.loads(answer[0])['code']
-        return subprocess.CompletedProcess(['rectiflow', *args], code, out.read_text(), err.read_text())
+    try: started = Started(server, args, env, cwd)
+    except (OSError, ValueError): return None
+    try: started.wait(timeout)
+    except subprocess.TimeoutExpired:
+        started.kill()
+        started.wait()
+        raise
+    out, err = started.communicate()
+    return subprocess.CompletedProcess(['rectiflow', *args], started.returncode, out, err)
+
+class Started:
+    """A command forked by the command server, as much of `subprocess.Popen` as the tests use (pid, poll, wait,
+    send_signal, kill, communicate, stderr); the server runs nothing else until it has ended."""
+    def __init__(self, server, args, env, cwd):
+        import tempfile, threading
+        self.dir = Path(tempfile.mkdtemp())
+        self.out, self.err, self.returncode = self.dir / 'out', self.dir / 'err', None
+        req = {'args': [str(a) for a in args], 'env': env, 'cwd': str(Path(cwd or os.getcwd()).resolve()),
+               'out': str(self.out), 'err': str(self.err)}
+        server.stdin.write(json.dumps(req) + '\n')
+        server.stdin.flush()
+        self.pid = json.loads(server.stdout.readline())['pid']
+        _servers['busy'] = True
+        self._answer = threading.Thread(target=self._read, args=(server,), daemon=True)
+        self._answer.start()
+
+    def _read(self, server):
+        self.returncode = json.loads(server.stdout.readline())['code']
+        _servers['busy'] = False
+
+    def poll(self):
+        return None if self._answer.is_alive() else self.returncode
+
+    def wait(self, timeout=None):
+        self._answer.join(timeout)
+        if self._answer.is_alive(): raise subprocess.TimeoutExpired(['rectiflow'], timeout)
+        return self.returncode
+
+    def send_signal(self, sig): os.kill(self.pid, sig)
+    def kill(self): self.send_signal(9)
+
+    def communicate(self, timeout=None):
+        self.wait(timeout)
+        out, err = self.out.read_text(), self.err.read_text()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return out, err
+
+    @property
+    def stderr(self): return io.StringIO(self.err.read_text() if self.err.exists() else '')
+
+def start_cli(*args, env=None, cwd=None):
+    """`rectiflow ARGS` started and left running (`env` adds to the environment): a `Started` from the command server,
+    or a fresh `subprocess.Popen` where the server is busy or gone."""
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **(env or {})}
+    server = None if _servers.get('busy') else cli_server(env.get('PYTHONPATH'))
+    if server is not None:
+        try: return Started(server, args, env, cwd)
+        except (OSError, ValueError): pass
+    return subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *map(str, args)], env=env, cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 # Small, fast moons settings shared by the end-to-end tests.
 TINY_MOONS = ['--data', 'moons', '--no-progress', '--task.n_train', '2048', '--task.n_val', '256',

@@ -3,10 +3,10 @@ damaged in turn (cut short, deleted, bytes flipped) makes `--resume` fall back t
 to the uninterrupted run, and `evaluate` of it answer in one line; a planted pickle is refused unread by every command
 that reads a run; a run killed before its first checkpoint is begun again by `--resume`; a run's damaged files are one
 line or a warning."""
-import json, os, pickle, signal, subprocess, sys, time
+import json, os, pickle, signal, time
 from pathlib import Path
 import pytest, torch
-from conftest import main_in_process, copy_run, fault_env, TINY_MOONS, one_line, same_run
+from conftest import main_in_process, start_cli, copy_run, fault_env, TINY_MOONS, one_line, same_run
 from rectiflow.run.files import write_manifest, MANIFEST
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']      # the settings of the tiny_run fixture
@@ -129,9 +129,7 @@ def test_a_run_killed_before_its_first_checkpoint_is_begun_again_by_resume(tiny_
     run = tmp_path / 'run'
     # every checkpoint write pauses inside its temporary folder: the kill lands before the first is published
     command = ['train', *TINY, '--out', run]
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **fault_env(checkpoint_delay=1)}
-    proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *map(str, command)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_cli(*command, env=fault_env(checkpoint_delay=1))
     deadline = time.time() + 300
     while not any((run / 'checkpoints').glob('.tmp_step_*')):
         assert proc.poll() is None and time.time() < deadline, 'the run ended before it could be killed'

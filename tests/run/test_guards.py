@@ -2,9 +2,9 @@
 line, exit 2, and the first run's records stay its own), write faults that lose nothing (one line, exit 5, no temporary
 folder, the earlier checkpoints intact, `--resume` bit-identical once there is room), the pre-flight space check, and
 the memory figures in the records."""
-import json, os, subprocess, sys, time
+import json, os, subprocess, time
 import pytest
-from conftest import main_in_process, copy_run, lock_held, records, fault_env, TINY_MOONS, one_line, same_run
+from conftest import main_in_process, start_cli, copy_run, lock_held, records, fault_env, TINY_MOONS, one_line, same_run
 from rectiflow.run.checkpoint import checkpoint_dirs, check_checkpoint, RESUME_PARTS
 from rectiflow.run.guards import read_holder
 import rectiflow.tools.gates, rectiflow.tools.lr_find, rectiflow.tasks.registry     # imported now: the refusals below race a live run  # noqa: F401
@@ -21,10 +21,8 @@ def temporaries(run) -> list[str]:
 
 def test_a_second_writer_of_each_kind_refuses_while_a_run_trains(tmp_path):
     run = tmp_path / 'run'
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
-    first = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *TINY_MOONS, '--steps', '40',
-                              '--checkpoint.save_every', '10', '--out', str(run)],
-                             env={**env, **fault_env(checkpoint_delay=2)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = start_cli('train', *TINY_MOONS, '--steps', '40', '--checkpoint.save_every', '10', '--out', run,
+                      env=fault_env(checkpoint_delay=2))
     deadline = time.time() + 300
     while not (run / 'checkpoints' / 'step_000010').exists():
         assert first.poll() is None and time.time() < deadline, first.communicate()[1][-2000:]

@@ -1,8 +1,8 @@
 "Resume through the CLI: a run killed with SIGKILL and resumed ends bitwise equal to the uninterrupted run."
-import json, os, signal, subprocess, sys, time
+import json, signal, time
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
+from conftest import run_cli, start_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
 from rectiflow.run.guards import read_holder
 from rectiflow.run.files import write_manifest
 
@@ -21,9 +21,7 @@ def straight(tmp_path_factory):
 
 def test_resume_after_sigkill_is_bit_identical(tmp_path, straight):
     a, b = straight, tmp_path / 'b'
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
-    proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *map(str, RUN), '--out', str(b)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_cli('train', *RUN, '--out', b)
     deadline = time.time() + 300
     while not (b / 'checkpoints' / 'step_000100').exists():
         assert proc.poll() is None and time.time() < deadline, 'run ended before it could be killed'
@@ -67,9 +65,7 @@ def test_resume_without_checkpoint_is_refused(tmp_path):
     assert code == 2 and 'No checkpoint to resume' in err
 
 def _start(run, *extra, faults=None):
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **fault_env(**(faults or {}))}
-    return subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', 'train', *map(str, RUN), '--out', str(run), *map(str, extra)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start_cli('train', *RUN, '--out', run, *extra, env=fault_env(**(faults or {})))
 
 def _wait_for(path, proc, timeout=300):
     deadline = time.time() + timeout

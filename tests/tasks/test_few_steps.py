@@ -1,11 +1,11 @@
 """Few-step sampling from the command line: `evaluate --nfe` sweeps a run into nfe_sweep.json and .png; the sampler
 gate judges one setting against Euler at 100 NFE; a reflow student of a short teacher run has straighter paths and
 a better one-step sample; the coupling generation, killed, resumes at the first chunk missing."""
-import json, os, signal, subprocess, sys, time
+import json, signal, time
 from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import cli_in_process, copy_run, main_in_process, TINY_MOONS
+from conftest import cli_in_process, start_cli, copy_run, main_in_process, TINY_MOONS
 
 MOONS = [*TINY_MOONS, '--task.n_train', '4096', '--data.batch_size', '256', '--run.log_every', '100', '--eval.every',
          '100', '--eval.sample_every', '300']
@@ -73,9 +73,7 @@ def test_coupling_generation_resumes_after_a_kill_and_keeps_the_teachers_classes
     args = ['train', *REFLOW, '--task.teacher', str(teacher), '--task.pairs', '320', '--task.val_pairs', '64',
             '--task.chunk', '32', '--task.cache', str(cache), '--steps', '10', '--eval.n_samples', '20',
             '--data.batch_size', '32', '--out', str(tmp_path / 'reflow')]
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
-    proc = subprocess.Popen([sys.executable, '-m', 'rectiflow.cli', *args, '--task.delay', '0.5'], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = start_cli(*args, '--task.delay', '0.5')
     deadline = time.time() + 120
     while len(chunks(cache)) < 3 and time.time() < deadline and proc.poll() is None: time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
