@@ -9,7 +9,7 @@ ARGS   ?=
 # two cores spin-wait on each other and run an order of magnitude slower.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
 
-.PHONY: install browser train test test-slow check readme bench bench-all bench-gpu clean-runs
+.PHONY: install browser train test test-slow check readme pictures bench bench-all bench-gpu clean-runs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ test-slow: install
 
 readme: install
 	$(BIN)/python .ci/readme.py
+
+# Re-run the notebooks (or NBS="nbs/11_flow.sampling.ipynb ...") and keep their cheap cells' pictures as outputs.
+pictures: install
+	$(TEST_ENV) $(BIN)/python .ci/pictures.py $(NBS)
+	$(BIN)/nbdev_clean
 
 bench: install
 	$(BIN)/python benchmarks/run_benchmarks.py --suite perf

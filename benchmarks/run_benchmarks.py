@@ -312,6 +312,9 @@ def results_md(res) -> str:
     lines += few_steps_md(HERE / 'few_steps.json')
     lines += repa_md(HERE / 'repa.json')
     lines += own_folder_md(HERE / 'own_folder.json')
+    sys.path.insert(0, str(HERE))
+    import import_time, threads
+    lines += import_time.markdown(HERE / 'import_time.json') + threads.markdown(HERE)
     lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
 

@@ -8,9 +8,9 @@ import argparse, json, shlex, sys, warnings
 from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-import torch
-from .config import (Config, ConfigError, RunFileWarning, GATE_NAMES, SOLVERS, Range, apply_overrides, number_arg,
-                              read_config_dict)
+from .config import (Config, ConfigError, RunFileWarning, EMBEDDED_DATASETS, GATE_NAMES, MODEL_NAMES, SOLVERS,
+                              Range, apply_overrides, check_core, is_data_path,
+                              number_arg, read_config_dict)
 
 # %% auto #0
 __all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'figure_path', 'nfe_list',
@@ -27,23 +27,21 @@ class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         text = super().format_help()
         if '{TASK_NAMES}' not in text: return text
-        from rectiflow.tasks.registry import task_names        # only for --help: the registry imports the trainer
+        from rectiflow.tasks.registry import task_names        # their names: no task is imported
         return text.replace('{TASK_NAMES}', ', '.join(task_names()))
 
 # %% ../nbs/43_cli.ipynb #568b8f61
 def data_arg(value: str) -> str:
     "An embedded dataset's name or a path to data that exists (the `--data` type)."
-    from rectiflow.tasks.flow import DATASETS, is_data_path
-    if value in DATASETS or is_data_path(value): return value
-    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(DATASETS)}, "
+    if value in EMBEDDED_DATASETS or is_data_path(value): return value
+    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(EMBEDDED_DATASETS)}, "
                                      "or give an image folder, a manifest .jsonl or a shards folder that exists)")
 
 # %% ../nbs/43_cli.ipynb #8c6000e0
 def model_arg(value: str) -> str:
     "The name of one of the velocity models of `09_flow.models` (the `--model` type)."
-    from rectiflow.flow.models import MODEL_CLASSES
-    if value in MODEL_CLASSES: return value
-    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(MODEL_CLASSES)})")
+    if value in MODEL_NAMES: return value
+    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(MODEL_NAMES)})")
 
 # %% ../nbs/43_cli.ipynb #6089686c
 FIGURE_FORMATS = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
@@ -174,7 +172,7 @@ def _encode_parser(sub):
     p.add_argument('--shard-items', type=POSITIVE_INT, default=4096, help='items per shard')
     p.add_argument('--format', choices=('safetensors', 'npy'), default='safetensors')
     p.add_argument('--batch-size', type=POSITIVE_INT, default=64, help='images per VAE call')
-    p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    p.add_argument('--device', default=None, help='where the VAE runs (default: cuda if there is one, else cpu)')
     p.add_argument('--overwrite', action='store_true', help='replace shards already in --out')
 
 # %% ../nbs/43_cli.ipynb #3fd78306
@@ -207,26 +205,31 @@ def _has_option(cfg: Config, name: str) -> bool:
     return is_dataclass(cfg.task) and name in {f.name for f in fields(cfg.task)}
 
 # %% ../nbs/43_cli.ipynb #c3162633
-def _base_config(args) -> Config:
-    "The config the arguments start from: a saved file (with --task put in), or the preset of --task and --data."
-    from rectiflow.tasks.registry import parse_config, preset
-    if not args.config: return preset(args.task, args.data)
-    d = read_config_dict(args.config)
+def _base_config(args, core=()) -> Config:
+    """The config the arguments start from: a saved file (with --task put in), or the preset of --task and --data;
+    its task's name, and its core sections with the overrides `core`, checked before the task is imported."""
+    from rectiflow.tasks.registry import config_task, parse_config, preset, task_spec
+    d = read_config_dict(args.config) if args.config else {}
     if args.task: d = {**d, 'run': {**d.get('run', {}), 'task': args.task}}
-    return parse_config(d)
+    task_spec(config_task(d))
+    check_core(d, core)
+    return parse_config(d) if args.config else preset(args.task, args.data)
 
 # %% ../nbs/43_cli.ipynb #e38e8e4e
+def _pairs(shortcuts: dict) -> list[str]:
+    "The overrides `--key value` the shortcuts given (not None) stand for."
+    return [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
+
 def config_from_args(args, overrides, base: Config | None = None) -> Config:
     "The validated `Config` for the arguments and `--section.field` overrides (on `base` if given)."
     from rectiflow.tasks.registry import validate
-    cfg = base if base is not None else _base_config(args)
+    run = _pairs({'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out, 'run.seed': args.seed,
+                  'run.profile_steps': getattr(args, 'profile_steps', None), 'run.callbacks': args.callbacks})
+    cfg = base if base is not None else _base_config(args, run + list(overrides))
     on_top = args.config or base is not None                  # a preset took --data already
-    shortcuts = {'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out, 'run.seed': args.seed,
-                 'run.profile_steps': getattr(args, 'profile_steps', None), 'run.callbacks': args.callbacks,
-                 'task.model': args.model,
-                 'task.data': args.data if on_top else None, 'task.vae': args.vae if _has_option(cfg, 'vae') else None}
-    pairs = [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
-    cfg = apply_overrides(cfg, pairs + list(overrides))
+    task = _pairs({'task.model': args.model, 'task.data': args.data if on_top else None,
+                   'task.vae': args.vae if _has_option(cfg, 'vae') else None})
+    cfg = apply_overrides(cfg, run + task + list(overrides))
     if args.overwrite: cfg.run.overwrite = True
     return validate(cfg)
 
@@ -234,10 +237,10 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
 def resume_target(args, overrides):
     """What `--resume` continues (the newest whole checkpoint; a run killed before its first checkpoint: the run
     itself, begun again) and the run's config with the overrides applied."""
+    if args.overwrite: raise ConfigError("--resume continues a run and --overwrite replaces it; choose one.")
     from rectiflow.run.files import is_run_dir
     from rectiflow.run.checkpoint import checkpoint_dirs, find_resume_checkpoint, is_checkpoint
     from rectiflow.tasks.registry import load_config
-    if args.overwrite: raise ConfigError("--resume continues a run and --overwrite replaces it; choose one.")
     where = Path(args.resume or args.out or config_from_args(args, []).run.out)
     begun = is_run_dir(where) and not is_checkpoint(where) and not checkpoint_dirs(where)
     target = where if begun else find_resume_checkpoint(where)
@@ -256,18 +259,21 @@ def writer_lock(path, args, what: str = 'run', always: bool = False):
 
 # %% ../nbs/43_cli.ipynb #b515cbdd
 def cmd_train(args, overrides) -> int:
-    from rectiflow.tasks.registry import train
-    from rectiflow.run.files import check_run_dir
-    from rectiflow.run.exports import is_export
-    from rectiflow.run.checkpoint import find_resume_checkpoint, WEIGHT_PARTS
     if args.resume is not None and args.init_from:
         raise ConfigError("--resume and --init-from exclude each other; choose one.")
     if args.resume is not None: resume, cfg = resume_target(args, overrides)
     else: resume, cfg = None, config_from_args(args, overrides)
+    # imported once the input is checked: a refusal need not wait for them
+    from rectiflow.tasks.registry import train
+    from rectiflow.run.files import check_run_dir
+    from rectiflow.run.exports import is_export
+    from rectiflow.run.checkpoint import find_resume_checkpoint, WEIGHT_PARTS
+    from rectiflow.tools.gates import check_task_model
     # an export as it is (the base of a LoRA run); a run: its newest readable checkpoint
     init = None if not args.init_from else (Path(args.init_from) if is_export(args.init_from)
                                             else find_resume_checkpoint(args.init_from, WEIGHT_PARTS))
     if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)     # a look: a used --out is refused untouched
+    if args.gates and resume is None: check_task_model(cfg, args.gates)     # before the gates' lock writes anything
     with writer_lock(cfg.run.out, args, always=bool(args.gates)):
         if args.gates and not gates_allow_training(args, cfg, resume): return 1
         final = train(cfg, progress=not args.no_progress, resume=resume, init_from=init)
@@ -287,7 +293,8 @@ def gates_allow_training(args, cfg: Config, resume) -> bool:
     if resume is not None:
         raise ConfigError("--gates checks a new run; run `rectiflow gate` separately before resuming.")
     check_run_dir(cfg.run.out, cfg.run.overwrite)          # a bad --out fails before the gates spend minutes
-    failed = [r.name for r in run_gates(args.gates, cfg, cfg.run.out, vae=_vae_for_gates(args, cfg)) if not r.passed]
+    results = run_gates(args.gates, cfg, cfg.run.out, check_model=False, vae=_vae_for_gates(args, cfg))
+    failed = [r.name for r in results if not r.passed]
     if failed and not args.force:
         print(f"rectiflow: not training: gate {', '.join(failed)} failed (see {cfg.run.out}/gates.jsonl); "
               "fix it or pass --force.", file=sys.stderr)
@@ -353,18 +360,19 @@ def cmd_evaluate(args) -> int:
 
 # %% ../nbs/43_cli.ipynb #11c82767
 def cmd_gate(args, overrides) -> int:
-    from rectiflow.tools.gates import parse_gate_names, run_gates
     cfg = config_from_args(args, overrides)
-    parse_gate_names(args.names)                          # an unknown gate is refused before the lock is taken
+    from rectiflow.tools.gates import check_task_model, run_gates       # once the config is checked
+    # an unknown gate, or a model that breaks its contract, is refused before the lock writes anything
+    check_task_model(cfg, args.names)
     with writer_lock(cfg.run.out, args, always=True):
-        results = run_gates(args.names, cfg, cfg.run.out, vae=_vae_for_gates(args, cfg))
+        results = run_gates(args.names, cfg, cfg.run.out, check_model=False, vae=_vae_for_gates(args, cfg))
     print(f"recorded in {Path(cfg.run.out) / 'gates.jsonl'}")
     return 0 if all(r.passed for r in results) else 1
 
 # %% ../nbs/43_cli.ipynb #a71c56e0
 def cmd_lr_find(args, overrides) -> int:
-    from rectiflow.tools.lr_find import lr_find, format_suggestion
     cfg = config_from_args(args, overrides)
+    from rectiflow.tools.lr_find import lr_find, format_suggestion      # once the config is checked
     with writer_lock(cfg.run.out, args, always=True):
         res = lr_find(cfg, lo=args.lo, hi=args.hi, steps=args.range_steps, run_dir=cfg.run.out,
                       progress=not args.no_progress, method=args.method)
@@ -377,11 +385,13 @@ def cmd_lr_find(args, overrides) -> int:
 def cmd_encode(args, overrides) -> int:
     from rectiflow.data.files import ImageOptions, check_image_options
     from rectiflow.flow.vae import encode_shards
+    import torch
     cfg = apply_overrides(Config(task=ImageOptions()), overrides)
     opts = check_image_options(cfg.task)
+    device = args.device or ('cuda' if torch.cuda.is_available() else 'cpu')
     with writer_lock(args.out, args, 'shards', always=True):
         m = encode_shards(args.data, args.vae, args.out, opts, seed=args.seed, shard_items=args.shard_items,
-                          fmt=args.format, batch_size=args.batch_size, device=args.device, overwrite=args.overwrite,
+                          fmt=args.format, batch_size=args.batch_size, device=device, overwrite=args.overwrite,
                           num_workers=cfg.data.num_workers)
     sizes = ' / '.join(f"{v['items']} {k}" for k, v in m['splits'].items())
     print(f"encoded {sizes} items into latents of shape {m['shape']} "
@@ -396,7 +406,11 @@ def cmd_sample(args) -> int:
     from rectiflow.task import save_figure
     from rectiflow.run.files import is_run_dir
     from rectiflow.run.exports import is_export
+    from rectiflow.flow.sampling import check_budget
     s = load_run(args.run_dir)
+    e = s.task.cfg.eval                     # the run's sampler, where a flag does not say otherwise
+    scale = e.cfg_scale if args.cfg_scale is None else args.cfg_scale
+    check_budget(args.nfe or e.nfe, args.solver or e.solver, scale != 1 and bool(s.task.info.n_classes), '--nfe')
     path = Path(args.run_dir)
     # a run's export writes into the run's samples/; a run, or an export of its own (`export`), into its own
     run_dir = path.parent if is_export(path) and is_run_dir(path.parent) else path
@@ -426,9 +440,10 @@ def cmd_export(args) -> int:
 
 # %% ../nbs/43_cli.ipynb #c753aafc
 def _end_processes():
-    """Leave the process group, if one was joined:
-    its threads torn down at interpreter exit instead can abort the process."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
+    """Leave the process group, if one was joined: its threads torn down at interpreter exit instead can abort the
+    process. A command that never imported torch joined none."""
+    torch = sys.modules.get('torch')
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
 
 # %% ../nbs/43_cli.ipynb #fcb847ea
@@ -438,6 +453,15 @@ def _one_line_warnings(shown):
         if not issubclass(category, RunFileWarning): return shown(message, category, filename, lineno, file, line)
         print(f"rectiflow: warning: {message}", file=file or sys.stderr)
     return show
+
+# %% ../nbs/43_cli.ipynb #2b1aa248
+class _NeverRaised(Exception):
+    "What no code raises: the class `_loaded_error` gives for a module the command did not load."
+
+def _loaded_error(module: str, name: str) -> type[BaseException]:
+    "The exception class `name` of `module` if the command loaded `module`, else `_NeverRaised`."
+    m = sys.modules.get(module)
+    return getattr(m, name) if m is not None else _NeverRaised
 
 # %% ../nbs/43_cli.ipynb #4add5716
 def main(argv=None) -> int:
@@ -450,8 +474,6 @@ def main(argv=None) -> int:
 
 def _run(argv) -> int:
     "`main`'s work: the command's exit code."
-    from rectiflow.run.trainer import NonFiniteError
-    from rectiflow.run.guards import WriteFailed
     try:
         parser = make_parser()
         args, rest = parser.parse_known_args(argv)
@@ -466,10 +488,10 @@ def _run(argv) -> int:
     except ConfigError as e:
         print(f"rectiflow: error: {e}", file=sys.stderr)
         return 2
-    except NonFiniteError as e:
+    except _loaded_error('rectiflow.run.trainer', 'NonFiniteError') as e:
         print(f"rectiflow: training stopped: {e}", file=sys.stderr)
         return 3
-    except WriteFailed as e:
+    except _loaded_error('rectiflow.run.guards', 'WriteFailed') as e:
         print(f"rectiflow: write failed: {e}", file=sys.stderr)
         return 5
     finally: _end_processes()

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'ConfigError',
-           'RunFileWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig',
-           'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config',
-           'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of', 'save_config',
-           'read_config_dict', 'apply_overrides', 'check', 'check_ranges', 'tracker_names', 'validate_config',
-           'check_flow', 'number_arg']
+__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D',
+           'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'Range', 'ranged',
+           'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
+           'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict',
+           'task_config_type', 'default_config_of', 'save_config', 'read_config_dict', 'apply_overrides',
+           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'validate_config',
+           'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -99,6 +100,9 @@ class RunConfig:
     peak_tflops: float = ranged(0.0, ge=0)      # the device's dense bf16 peak for MFU (0: from the table of devices)
     # several processes: shard weights, gradients and AdamW state over them (FSDP FULL_SHARD, torch's fully_shard)
     fsdp: bool = False
+    # CPU threads: 'auto' (one for a small model's steps, all cores otherwise: 21_run.throughput) or a number;
+    # OMP_NUM_THREADS in the environment wins over 'auto'
+    threads: str = 'auto'
 
 # %% ../nbs/00_config.ipynb #2084cef6
 @dataclass
@@ -363,6 +367,26 @@ GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_
 TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking
 COMPILE_MODES = ('off', 'model', 'regional')                   # see 21_run.throughput
 T_SAMPLERS = ('uniform', 'logit_normal')
+TOY_2D = ('moons', '8gaussians', 'checkerboard')               # drawn by 03_data.embedded
+EMBEDDED_DATASETS = ('digits',) + TOY_2D                       # the flow task's --data names (32_tasks.flow)
+MODEL_NAMES = ('mlp', 'unet', 'dit')                           # the velocity networks (09_flow.models)
+
+# %% ../nbs/00_config.ipynb #fb7f803e
+HF_PREFIX = 'hf:'           # task.data = hf:PATH: a folder a datasets user saved (06_data.hf)
+
+def hf_data_path(data: str) -> Path | None:
+    "The folder of `data` = 'hf:PATH', or None when `data` does not start with `hf:`."
+    return Path(data[len(HF_PREFIX):]) if str(data).startswith(HF_PREFIX) else None
+
+def is_hf_data(data: str) -> bool:
+    "True if `data` is `hf:PATH` with `PATH` an existing folder."
+    p = hf_data_path(data)
+    return p is not None and p.is_dir()
+
+def is_data_path(name: str) -> bool:
+    """True if `name` is data on disk (an image folder, a manifest .jsonl, a shards folder, or hf:PATH),
+    not an embedded dataset."""
+    return name not in EMBEDDED_DATASETS and (Path(name).exists() or is_hf_data(name))
 
 # %% ../nbs/00_config.ipynb #bb1ba66a
 def check(ok, msg):
@@ -407,6 +431,8 @@ def validate_config(cfg: Config) -> Config:
     tracker_names(cfg.run.tracker)
     check(cfg.run.compile in COMPILE_MODES,
           f"Unknown run.compile {cfg.run.compile!r}; choose one of {', '.join(COMPILE_MODES)}.")
+    check(cfg.run.threads == 'auto' or (cfg.run.threads.isdigit() and int(cfg.run.threads) > 0),
+          f"run.threads must be auto or a positive number of threads, got {cfg.run.threads!r}.")
     check(cfg.schedule.kind in SCHEDULES,
           f"Unknown schedule.kind {cfg.schedule.kind!r}; choose one of {', '.join(SCHEDULES)}.")
     check(cfg.schedule.kind != 'plateau'
@@ -422,6 +448,17 @@ def check_flow(opts: FlowConfig, section: str = 'task') -> FlowConfig:
     check(opts.t_sampler in T_SAMPLERS,
           f"Unknown {section}.t_sampler {opts.t_sampler!r}; choose one of {', '.join(T_SAMPLERS)}.")
     return opts
+
+# %% ../nbs/00_config.ipynb #87f0d220
+def check_core(d: dict, args) -> None:
+    """Raise the `ConfigError` of config dict `d`'s core sections ({}: a preset's) with the core overrides in `args`
+    on top: an unknown key, a value of the wrong type, a number out of range. Needs no task."""
+    core = {k: v for k, v in d.items() if k != 'task'} if isinstance(d, dict) else d
+    pairs = [x for k, v in _split_overrides(list(args)) if k.partition('.')[0] != 'task' for x in (f'--{k}', v)]
+    cfg = apply_overrides(config_from_dict(core), pairs)
+    for f in fields(cfg):
+        section = getattr(cfg, f.name)
+        if is_dataclass(section): check_ranges(section, f.name)
 
 # %% ../nbs/00_config.ipynb #5a1c7e2b
 def number_arg(typ: type, rng: Range = Range()):

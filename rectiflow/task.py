@@ -103,11 +103,28 @@ def make_model(self: Task) -> torch.nn.Module:
     "The model, freshly initialised (the trainer seeds torch first): any module with `forward(x_t, t, cond=None)`."
     raise NotImplementedError(f"{type(self).__name__} must define make_model()")
 
+@patch(as_prop=True)
+def null_label(self: Task) -> int | None:
+    "The label of no class, `n_classes`, where the data have classes (`10_flow.objective`): None otherwise."
+    return self.info.n_classes or None
+
+# %% ../nbs/13_task.ipynb #d95310f9
 @patch
 def make_objective(self: Task):
     "The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores."
-    return FlowMatching(self.opts if isinstance(self.opts, FlowConfig) else FlowConfig())
+    return FlowMatching(self.opts if isinstance(self.opts, FlowConfig) else FlowConfig(), self.null_label)
 
+@patch
+def check_model(self: Task, model, ds=None, objective=None):
+    """Raise `ModelContractError` where `model` breaks the contract of `objective` (the task's) on two items of `ds`
+    (the training set)."""
+    check = getattr(objective or self.make_objective(), 'check_model', None)
+    if check is None: return                     # an objective of its own: its own contract
+    ds = self.train_ds if ds is None else ds
+    with torch.random.fork_rng(devices=[]):      # items drawn with augmentations leave the run's RNG alone
+        check(model, self.collate([ds[i] for i in range(min(2, len(ds)))]))
+
+# %% ../nbs/13_task.ipynb #af339a88
 @patch
 def unconditional(self: Task, objective):
     "The objective that scores with every condition dropped (the conditioning gap), or None where there is none."
@@ -126,7 +143,7 @@ def sample(self: Task, model, batch: dict, seed: int, e: EvalConfig | None = Non
     e = e or self.cfg.eval
     g = torch.Generator().manual_seed(seed)
     x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale,
-                    shift=e.shift)
+                    shift=e.shift, null_label=self.null_label)
     return x.float().cpu()
 
 @patch
@@ -141,8 +158,14 @@ def sample_batch(self: Task, n: int | None = None, cond=None) -> dict:
 
 @patch
 def sample_figure(self: Task, samples: torch.Tensor, batch: dict):
-    "The figure `rectiflow sample` writes: by default the sample strip."
-    return self.strip_figure(samples, batch, 'samples')
+    "The figure `rectiflow sample` writes: the sample strip; points in 2-D, where there is none, a scatter by class."
+    fig = self.strip_figure(samples, batch, 'samples')
+    if fig is not None or tuple(samples.shape[1:]) != (2,): return fig
+    fig, ax = plt.subplots(figsize=(4, 4))
+    cond = batch.get('cond')
+    ax.scatter(*samples.T, s=4, c=None if cond is None else cond.cpu(), cmap='tab10', vmin=0, vmax=9)
+    ax.set(aspect='equal', title=f'{len(samples)} samples')
+    return fig
 
 # %% ../nbs/13_task.ipynb #1edf7a19
 @patch

@@ -45,9 +45,16 @@ def observed(run: Path) -> dict:
     recs = [run_figures(json.loads(l)) for l in (run / 'metrics.jsonl').read_text().splitlines()]
     return {'records': recs, 'final': weights_digest(run / 'final'), 'best': weights_digest(run / 'best')}
 
+# The Fréchet distances are read on the features of a classifier the run trains on this CPU (`08_eval.gauge`): its
+# training amplifies another CPU's float noise, so on another platform they agree within 15% (AVX2 against the AVX512
+# records: FD 70.9 against 70.0, its floor 2.92 against 3.27), and everything else within float noise.
+GAUGE_FIGURES, GAUGE_RTOL = ('fd', 'fd_floor', 'fd_ratio'), 0.15
+
 def close(a, b, rtol=1e-4, atol=1e-6) -> bool:
     "Records equal up to float noise: what another CPU's kernels may change."
-    if isinstance(a, dict): return a.keys() == b.keys() and all(close(a[k], b[k], rtol, atol) for k in a)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k], GAUGE_RTOL if k in GAUGE_FIGURES else rtol, atol)
+                                            for k in a)
     if isinstance(a, list): return len(a) == len(b) and all(close(x, y, rtol, atol) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, (int, float)): return abs(a - b) <= atol + rtol * abs(b)
     return a == b

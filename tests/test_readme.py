@@ -57,3 +57,29 @@ def test_every_cpu_example_runs_in_order_after_a_fresh_default_run(tmp_path):
     for words in steps:
         p = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
         assert p.returncode == 0, (' '.join(words), p.stdout[-2000:], p.stderr[-3000:])
+
+def readme_task() -> tuple[str, list[str]]:
+    "The README's complete task (the ```python block under 'Your own task') and the command lines beside it."
+    text = README.read_text()
+    part = text[text.index('## Your own task'):text.index('## Your own callbacks')]
+    code = part.split('```python\n')[1].split('```')[0]
+    block = part.split('```text\n')[1].split('```')[0]
+    return code, [line.split('  #')[0].strip() for line in block.splitlines() if line.strip()]
+
+def test_the_readme_task_trains_gates_and_samples_as_written(tmp_path):
+    code, commands = readme_task()
+    assert 'def null_cond' not in code and 'def drop_cond' not in code    # a plain module, conditioned and guided
+    (tmp_path / 'blobs.py').write_text(code)
+    out = {}
+    for command in commands:
+        p = run_cli(*cli_args(command), cwd=tmp_path)
+        assert p.returncode == 0, (command, p.stdout, p.stderr)
+        out[cli_args(command)[0]] = p.stdout
+    assert [l.split(':')[0] for l in out['gate'].splitlines() if l.startswith(('PASS', 'FAIL'))] == \
+        ['PASS data', 'PASS overfit', 'PASS resume']
+    import json
+    run = tmp_path / 'runs' / 'blobs'
+    final = json.loads((run / 'run_info.json').read_text())['final']
+    assert final['status'] == 'completed' and final['spread'] < 2 * final['spread_floor'], final
+    assert json.loads((run / 'config.json').read_text())['eval']['cfg_scale'] == 2.0
+    assert (run / 'samples' / 'grid_seed0.png').read_bytes()[:4] == b'\x89PNG'

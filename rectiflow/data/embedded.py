@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits, make_moons
 from sklearn.model_selection import train_test_split
-from ..config import ConfigError
+from ..config import ConfigError, TOY_2D
 
 # %% auto #0
-__all__ = ['TOY_2D', 'toy_2d', 'digits_split']
+__all__ = ['toy_2d', 'digits_split']
 
 # %% ../../nbs/03_data.embedded.ipynb #31c95d2d
 def _moons(n, rng):
@@ -31,8 +31,6 @@ def _checkerboard(n, rng):
     return np.stack([x1, x2], 1)
 
 # %% ../../nbs/03_data.embedded.ipynb #26a7d17a
-TOY_2D = ('moons', '8gaussians', 'checkerboard')
-
 def toy_2d(name: str, n: int, seed: int) -> torch.Tensor:
     "Draw `n` points (float32, shape (n, 2)) of the 2-D distribution `name`, seeded."
     fns = {'moons': _moons, '8gaussians': _eight_gaussians, 'checkerboard': _checkerboard}

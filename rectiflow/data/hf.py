@@ -11,14 +11,13 @@ import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import Dataset
-from ..config import ConfigError
+from ..config import ConfigError, HF_PREFIX, hf_data_path, is_hf_data
 from .batches import DataInfo, DataError, BadItems, group_figures
 from .files import ImageOptions, class_names, fitted_size, load_image, scan_images, split_indices
 
 # %% auto #0
-__all__ = ['DIGIT_WORDS', 'HF_FORMS', 'HF_PREFIX', 'SPLIT_NAMES', 'digits_hf', 'HFOptions', 'HFImageOptions', 'hf_data_path',
-           'is_hf_data', 'load_hf', 'hf_splits', 'hf_columns', 'hf_records', 'undecoded', 'row_bytes', 'row_opener',
-           'HFImages', 'hf_datasets']
+__all__ = ['DIGIT_WORDS', 'HF_FORMS', 'SPLIT_NAMES', 'digits_hf', 'HFOptions', 'HFImageOptions', 'load_hf', 'hf_splits',
+           'hf_columns', 'hf_records', 'undecoded', 'row_bytes', 'row_opener', 'HFImages', 'hf_datasets']
 
 # %% ../../nbs/06_data.hf.ipynb #86446e1d
 DIGIT_WORDS = ('zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine')
@@ -87,18 +86,6 @@ class HFOptions:
 @dataclass
 class HFImageOptions(HFOptions, ImageOptions):
     "The options `hf_datasets` reads: the columns, and how images become items (`ImageOptions`, `04_data.files`)."
-
-# %% ../../nbs/06_data.hf.ipynb #822d7ba0
-HF_PREFIX = 'hf:'
-
-def hf_data_path(data: str) -> Path | None:
-    "The folder of `data` = 'hf:PATH', or None when `data` does not start with `hf:`."
-    return Path(data[len(HF_PREFIX):]) if str(data).startswith(HF_PREFIX) else None
-
-def is_hf_data(data: str) -> bool:
-    "True if `data` is `hf:PATH` with `PATH` an existing folder."
-    p = hf_data_path(data)
-    return p is not None and p.is_dir()
 
 # %% ../../nbs/06_data.hf.ipynb #5a82ac45
 def _datasets():

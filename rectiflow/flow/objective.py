@@ -7,10 +7,12 @@ from __future__ import annotations
 import torch
 from dataclasses import replace
 from accelerate.utils import extract_model_from_parallel
+from fastcore.basics import patch
 from ..config import FlowConfig, ConfigError
 
 # %% auto #0
-__all__ = ['interpolate', 'target_velocity', 'uniform_t', 'logit_normal_t', 'sample_t', 'masked_mse', 'FlowMatching']
+__all__ = ['interpolate', 'target_velocity', 'uniform_t', 'logit_normal_t', 'sample_t', 'masked_mse', 'null_condition',
+           'drop_condition', 'FlowMatching', 'ModelContractError', 'contract_velocity', 'check_velocity_model']
 
 # %% ../../nbs/10_flow.objective.ipynb #b023c24c
 def _bcast(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -54,10 +56,28 @@ def masked_mse(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor | No
     mask = mask.expand_as(err)
     return (err * mask).sum() / mask.sum().clamp_min(1)
 
+# %% ../../nbs/10_flow.objective.ipynb #26dc9490
+def null_condition(model, cond: torch.Tensor, null_label: int | None = None) -> torch.Tensor:
+    "The null condition for each item of `cond`: the model's own `null_cond` if it defines one, else `null_label`."
+    own = getattr(extract_model_from_parallel(model), 'null_cond', None)
+    if own is not None: return own(len(cond), cond.device)
+    if null_label is None:
+        raise ConfigError(f"{type(model).__name__} has no null condition: the task declares no classes "
+                          "(DataInfo.n_classes) and the model defines no null_cond(n, device).")
+    return torch.full_like(cond, null_label)
+
+# %% ../../nbs/10_flow.objective.ipynb #90f4e69a
+def drop_condition(model, cond: torch.Tensor, drop: torch.Tensor, null_label: int | None = None) -> torch.Tensor:
+    "`cond` with the items where `drop` is True replaced by the null condition (the model's `drop_cond` if any)."
+    own = getattr(extract_model_from_parallel(model), 'drop_cond', None)
+    if own is not None: return own(cond, drop)
+    return torch.where(drop.to(cond.device), null_condition(model, cond, null_label), cond)
+
 # %% ../../nbs/10_flow.objective.ipynb #89176c1d
 class FlowMatching:
     "Rectified-flow objective: loss on the straight path, and (see `11_flow.sampling`) sampling."
-    def __init__(self, cfg: FlowConfig = None): self.cfg = cfg or FlowConfig()
+    def __init__(self, cfg: FlowConfig = None, null_label: int | None = None):
+        self.cfg, self.null_label = cfg or FlowConfig(), null_label   # the task's null class label, if it has classes
 
     def draw(self, x1: torch.Tensor, generator=None):
         "Times, noise and a drop mask for one batch, from `generator`, on the CPU."
@@ -74,15 +94,66 @@ class FlowMatching:
         t, x0 = batch.get('t', t).to(x1.device), batch.get('x0', x0).to(x1.device, x1.dtype)
         cond = batch.get('cond')
         if cond is not None and self.cfg.cond_dropout > 0:
-            cond = extract_model_from_parallel(model).drop_cond(cond, drop)
+            cond = drop_condition(model, cond, drop, self.null_label)
         v = model(interpolate(x0, x1, t), t, cond)
         loss = masked_mse(v, target_velocity(x0, x1), batch.get('mask'))
         return loss, {'mse': loss.detach()}
 
     def validation(self) -> FlowMatching:
         "The objective validation scores with: no condition dropout."
-        return FlowMatching(replace(self.cfg, cond_dropout=0.0))
+        return FlowMatching(replace(self.cfg, cond_dropout=0.0), self.null_label)
 
     def unconditional(self) -> FlowMatching:
         "The objective that scores with every condition dropped (replaced by the null class)."
-        return FlowMatching(replace(self.cfg, cond_dropout=1.0))
+        return FlowMatching(replace(self.cfg, cond_dropout=1.0), self.null_label)
+
+# %% ../../nbs/10_flow.objective.ipynb #903cf9dd
+class ModelContractError(ConfigError):
+    "A model that breaks the velocity-model contract (one line, exit code 2 at the command line)."
+
+def _broken(model, what: str) -> ModelContractError:
+    return ModelContractError(f"{type(model).__name__} breaks the velocity-model contract "
+                              f"(forward(x_t, t, cond=None) returns a float tensor shaped like x_t): {what}.")
+
+def _first_line(e: BaseException) -> str: return (str(e).strip().splitlines() or [''])[0]
+
+# %% ../../nbs/10_flow.objective.ipynb #24ce3e56
+def contract_velocity(model, x_t: torch.Tensor, t: torch.Tensor, cond, given: str) -> torch.Tensor:
+    "`model(x_t, t, cond)`, or a `ModelContractError` that says how it broke the contract (`given`: the inputs)."
+    try: v = model(x_t, t, cond)
+    except Exception as e:
+        raise _broken(model, f"called with {given} it raised {type(e).__name__}: {_first_line(e)}") from e
+    if not isinstance(v, torch.Tensor): problem = f"returned a {type(v).__name__}"
+    elif v.shape != x_t.shape: problem = f"returned shape {tuple(v.shape)}, not x_t's {tuple(x_t.shape)}"
+    elif not v.is_floating_point(): problem = f"returned {v.dtype} values"
+    elif not torch.isfinite(v).all(): problem = "returned non-finite values (nan or inf)"
+    else: return v
+    raise _broken(model, f"called with {given} it {problem}")
+
+# %% ../../nbs/10_flow.objective.ipynb #152f4675
+def check_velocity_model(model, x1: torch.Tensor, cond: torch.Tensor | None = None, null_label: int | None = None):
+    "Raise `ModelContractError` unless `model` is a velocity model for items like `x1` (conditioned on `cond`)."
+    g = torch.Generator().manual_seed(0)
+    x_t = torch.randn(x1.shape, generator=g).to(x1.device, x1.dtype)
+    t = torch.rand(len(x1), generator=g).to(x1.device)
+    params, was = list(model.parameters()), model.training
+    grads = [p.grad for p in params]
+    model.eval()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            shapes = f"x_t {tuple(x_t.shape)}, t {tuple(t.shape)}, cond {None if cond is None else tuple(cond.shape)}"
+            v = contract_velocity(model, x_t, t, cond, shapes)
+            if not v.requires_grad: raise _broken(model, "its output depends on no parameter that trains")
+            v.float().square().mean().backward()
+            if cond is not None:
+                null = null_condition(model, cond, null_label)
+                contract_velocity(model, x_t, t, null, f"the null condition {null.tolist()} (the label of no class)")
+    finally:
+        model.train(was)
+        for p, grad in zip(params, grads): p.grad = grad
+
+# %% ../../nbs/10_flow.objective.ipynb #01868dce
+@patch
+def check_model(self: FlowMatching, model, batch: dict):
+    "Raise `ModelContractError` unless `model` keeps the velocity-model contract on `batch` (two items will do)."
+    check_velocity_model(model, batch['x1'], batch.get('cond'), self.null_label)

@@ -8,7 +8,7 @@ import math
 import torch
 from fastcore.basics import patch
 from ..config import ConfigError
-from .objective import FlowMatching
+from .objective import FlowMatching, null_condition
 
 # %% auto #0
 __all__ = ['SOLVERS', 'euler_step', 'midpoint_step', 'heun_step', 'shift_sigmas', 'time_grid', 'dynamic_shift', 'integrate',
@@ -96,10 +96,10 @@ def cfg_combine(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float) -> t
     return v_uncond + scale * (v_cond - v_uncond)
 
 # %% ../../nbs/11_flow.sampling.ipynb #931ad40e
-def guided_velocity(model, cond: torch.Tensor | None, scale: float = 1.0):
+def guided_velocity(model, cond: torch.Tensor | None, scale: float = 1.0, null_label: int | None = None):
     "A function `f(x, t)` of the (guided, if `scale != 1` and `cond` is given) velocity, and its cost."
     if cond is None or scale == 1.0: return (lambda x, t: model(x, t, cond)), 1
-    null = model.null_cond(len(cond), cond.device)
+    null = null_condition(model, cond, null_label)
     def f(x, t):
         v_c, v_u = model(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, null])).chunk(2)
         return cfg_combine(v_c, v_u, scale)
@@ -108,7 +108,7 @@ def guided_velocity(model, cond: torch.Tensor | None, scale: float = 1.0):
 # %% ../../nbs/11_flow.sampling.ipynb #e66a220f
 @torch.no_grad()
 def generate(model, shape: tuple, cond: torch.Tensor | None = None, generator=None, solver: str = 'heun',
-             nfe: int = 20, cfg_scale: float = 1.0, device=None, shift: float = 1.0):
+             nfe: int = 20, cfg_scale: float = 1.0, device=None, shift: float = 1.0, null_label: int | None = None):
     "Samples of item `shape` (one per `cond` label, or `shape[0]` items): returns (x1, nfe used)."
     device = device or next(model.parameters()).device
     x0 = torch.randn(shape, generator=generator).to(device)
@@ -116,7 +116,7 @@ def generate(model, shape: tuple, cond: torch.Tensor | None = None, generator=No
     was_training = model.training
     model.eval()
     try:
-        f, cost = guided_velocity(model, cond, cfg_scale)
+        f, cost = guided_velocity(model, cond, cfg_scale, null_label)
         return integrate(f, x0, nfe, solver, cost, shift=shift)
     finally: model.train(was_training)
 
@@ -125,7 +125,7 @@ def generate(model, shape: tuple, cond: torch.Tensor | None = None, generator=No
 def sample(self: FlowMatching, model, shape, cond=None, generator=None, solver='heun', nfe=20, cfg_scale=1.0,
            shift=1.0):
     "Generate samples from `model` by integrating its velocity from noise (see `generate`)."
-    return generate(model, shape, cond, generator, solver, nfe, cfg_scale, shift=shift)
+    return generate(model, shape, cond, generator, solver, nfe, cfg_scale, shift=shift, null_label=self.null_label)
 
 # %% ../../nbs/11_flow.sampling.ipynb #9d1f0001
 def flow_scheduler(shift: float = 1.0):

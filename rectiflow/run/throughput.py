@@ -4,7 +4,7 @@
 
 # %% ../../nbs/21_run.throughput.ipynb #6e0d0003
 from __future__ import annotations
-import functools
+import functools, os
 from fastcore.basics import patch
 import torch
 from torch import nn
@@ -13,8 +13,9 @@ from ..config import COMPILE_MODES, ConfigError, RunConfig
 from .callbacks import Callback
 
 # %% auto #0
-__all__ = ['DENSE_BF16_TFLOPS', 'repeated_blocks', 'compile_model', 'compiled_graphs', 'enable_gradient_checkpointing',
-           'peak_tflops', 'forward_flops', 'throughput_figures', 'Throughput']
+__all__ = ['DENSE_BF16_TFLOPS', 'SMALL_STEP_FLOPS', 'repeated_blocks', 'compile_model', 'compiled_graphs',
+           'enable_gradient_checkpointing', 'peak_tflops', 'forward_flops', 'throughput_figures', 'step_flops',
+           'choose_threads', 'Throughput']
 
 # %% ../../nbs/21_run.throughput.ipynb #6e0d0006
 def repeated_blocks(model: nn.Module) -> list[nn.Module]:
@@ -90,15 +91,33 @@ def throughput_figures(flops_per_item: float | None, items_per_s: float, peak: f
     tflops = flops_per_item * items_per_s / 1e12
     return {'tflops': tflops, 'mfu': tflops / peak if peak else None}
 
+# %% ../../nbs/21_run.throughput.ipynb #273c8b06
+SMALL_STEP_FLOPS = 2e9       # training FLOPs per step below which one CPU thread is faster (benchmarks/threads.py)
+
+def step_flops(model: nn.Module, batch_size: int) -> float:
+    "About the training FLOPs of one step: 6 per parameter and item (forward 2, backward 4)."
+    return 6.0 * sum(p.numel() for p in model.parameters()) * batch_size
+
+# %% ../../nbs/21_run.throughput.ipynb #cff5781d
+def choose_threads(setting: str, flops: float, cores: int | None = None, env=None) -> tuple[int | None, str]:
+    "The CPU threads for a run (None: torch's own) and why: `run.threads`, else OMP_NUM_THREADS, else by `flops`."
+    env = os.environ if env is None else env
+    if setting != 'auto': return int(setting), 'run.threads'
+    if env.get('OMP_NUM_THREADS'): return None, 'OMP_NUM_THREADS'
+    if flops < SMALL_STEP_FLOPS: return 1, f'auto: a small step ({flops:.2g} FLOPs)'
+    return cores or os.cpu_count() or 1, f'auto: a large step ({flops:.2g} FLOPs)'
+
 # %% ../../nbs/21_run.throughput.ipynb #db64d399
 class Throughput(Callback):
     "FLOPs counted once, gradient checkpointing and compiling applied; TFLOP/s, MFU and graphs in the train records."
-    def __init__(self, cfg: RunConfig): self.cfg, self.flops_per_item, self.peak = cfg, None, None
+    def __init__(self, cfg: RunConfig):
+        self.cfg, self.flops_per_item, self.peak, self.threads = cfg, None, None, (None, '')
 
     def on_ready(self, trainer):
         c = self.cfg
         self.flops_per_item = self.count_flops(trainer)
         self.peak = peak_tflops(trainer.accelerator.device, c.peak_tflops)
+        self.set_threads(trainer)
         if c.gradient_checkpointing: enable_gradient_checkpointing(trainer.unwrapped)
         compile_model(trainer.unwrapped, c.compile, c.compile_backend)
 
@@ -107,7 +126,8 @@ class Throughput(Callback):
         if self.cfg.compile != 'off': record['compiled_graphs'] = compiled_graphs()
 
     def on_run_facts(self, trainer, facts: dict):
-        facts.update(flops_per_item=self.flops_per_item, peak_tflops=self.peak, compile=self.cfg.compile)
+        facts.update(flops_per_item=self.flops_per_item, peak_tflops=self.peak, compile=self.cfg.compile,
+                     threads=torch.get_num_threads(), threads_why=self.threads[1])
 
 # %% ../../nbs/21_run.throughput.ipynb #b9bf5992
 @patch
@@ -119,3 +139,15 @@ def count_flops(self: Throughput, trainer, n: int = 16) -> float | None:
     with torch.random.fork_rng(devices=[device] if device.type == 'cuda' else []):   # draws nothing from the run
         fwd = forward_flops(lambda: trainer.val_objective.loss(model, b, torch.Generator().manual_seed(0)))
     return None if fwd is None else 3 * fwd / len(b['x1'])
+
+# %% ../../nbs/21_run.throughput.ipynb #057b2a99
+@patch
+def set_threads(self: Throughput, trainer):
+    "Set torch's CPU threads for the run's step (`choose_threads`), from the FLOPs counted or else its parameters."
+    if trainer.accelerator.device.type != 'cpu':
+        self.threads = (None, 'a GPU run: torch sets its CPU threads')
+        return
+    batch = trainer.cfg.data.batch_size
+    flops = self.flops_per_item * batch if self.flops_per_item else step_flops(trainer.unwrapped, batch)
+    self.threads = choose_threads(self.cfg.threads, flops)
+    if self.threads[0] is not None: torch.set_num_threads(self.threads[0])

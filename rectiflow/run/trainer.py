@@ -119,6 +119,7 @@ def _build(self: Trainer, model=None, objective=None):
         torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(cfg.run.seed)                                    # model initialisation
     model = model if model is not None else self.task.make_model()
+    self.task.check_model(model, self.train_ds, objective)           # the model contract, before anything is built
     # the extensions' turn, before the optimizer takes the parameters: LoRA's adapters, FSDP's shards, REPA's block
     model = self.callbacks.on_model(self, model)
     trained = [p for p in model.parameters() if p.requires_grad] + self.callbacks.trained_parameters(self)

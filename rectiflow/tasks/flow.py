@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 import matplotlib.pyplot as plt
 from torch.utils.data import default_collate
-from ..config import Config, ConfigError, DataConfig, EvalConfig, FlowConfig, check, ranged
+from ..config import (Config, ConfigError, DataConfig, EvalConfig, FlowConfig, EMBEDDED_DATASETS, check,
+                              is_data_path, ranged)
 from ..data.batches import DataInfo, TensorItems, EpochBatchSampler, BucketBatchSampler, pad_collate, item_sizes
 from ..data.embedded import TOY_2D, toy_2d, digits_split
 from ..data.files import ImageOptions, check_image_options, image_datasets
@@ -22,7 +23,7 @@ from ..flow.vae import ShardDecoder
 from ..task import Task
 
 # %% auto #0
-__all__ = ['DATASETS', 'FlowTaskConfig', 'is_data_path', 'data_choices', 'FlowTask', 'sample_grid', 'sampler_words', 'DigitsFlow',
+__all__ = ['DATASETS', 'FlowTaskConfig', 'data_choices', 'FlowTask', 'sample_grid', 'sampler_words', 'DigitsFlow',
            'digits_strip_batch', 'digit_strip', 'read_digit_strip', 'digits_quality', 'digits_summary', 'PointsFlow',
            'points_figure', 'ImageFilesFlow', 'gauge_protocol', 'gauge_summary', 'strip_indices', 'image_grid',
            'LatentShardsFlow']
@@ -43,12 +44,7 @@ class FlowTaskConfig(HFOptions, ImageOptions, FlowConfig):
     vae: str = ''               # latent shards: the AutoencoderKL that decodes samples ('': the one the shards record)
 
 # %% ../../nbs/32_tasks.flow.ipynb #1890a7b5
-DATASETS = ('digits',) + TOY_2D
-
-def is_data_path(name: str) -> bool:
-    """True if `name` is data on disk (an image folder, a manifest .jsonl, a shards folder, or hf:PATH),
-    not an embedded dataset."""
-    return name not in DATASETS and (Path(name).exists() or is_hf_data(name))
+DATASETS = EMBEDDED_DATASETS            # named in 00_config, with `is_data_path`: the command line checks them
 
 # %% ../../nbs/32_tasks.flow.ipynb #b07244e8
 def data_choices() -> str:

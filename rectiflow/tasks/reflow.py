@@ -43,7 +43,7 @@ def draw_coupling(teacher, shape, n: int, n_classes: int, e, seed: int) -> dict:
     g = torch.Generator().manual_seed(seed)
     x0 = torch.randn((n, *shape), generator=g)
     cond = torch.randperm(n, generator=g) % n_classes if n_classes else None
-    f, cost = guided_velocity(teacher, cond, e.cfg_scale)
+    f, cost = guided_velocity(teacher, cond, e.cfg_scale, n_classes or None)
     x1, _ = integrate(f, x0, e.nfe, e.solver, cost, shift=e.shift)
     return {'x0': x0, 'x1': x1.float(), **({} if cond is None else {'cond': cond})}
 
@@ -79,11 +79,12 @@ def couplings(teacher, shape, n: int, n_classes: int, e, seed: int, root, chunk:
 
 # %% ../../nbs/38_tasks.reflow.ipynb #7e00000b
 @torch.no_grad()
-def straightness(model, x0: torch.Tensor, cond=None, cfg_scale: float = 1.0, steps: int = 32) -> float:
+def straightness(model, x0: torch.Tensor, cond=None, cfg_scale: float = 1.0, steps: int = 32,
+                 null_label: int | None = None) -> float:
     "Mean squared deviation of `model`'s ODE path from `x0` from the line between its ends (Euler, `steps` steps)."
     was = model.training
     model.eval()
-    f, _ = guided_velocity(model, cond, cfg_scale)
+    f, _ = guided_velocity(model, cond, cfg_scale, null_label)
     xs, x, dt = [x0], x0, 1.0 / steps
     for i in range(steps):
         x = x + dt * f(x, torch.full((len(x),), i * dt, dtype=x.dtype, device=x.device))
@@ -185,4 +186,4 @@ def final_quality(self: ReflowTask, model, e=None) -> dict:
     cond = b.get('cond')
     return {**figures, 'straightness': straightness(model, b['x0'], cond),
             'straightness_teacher': straightness(self.teacher.models['ema'], b['x0'], cond,
-                                                 self.teacher_eval.cfg_scale)}
+                                                 self.teacher_eval.cfg_scale, null_label=self.null_label)}

@@ -9,24 +9,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
-import torch
 from ..config import Config, ConfigError, config_from_dict, read_config_dict
 from ..layout import current_module
-from ..data.batches import DataInfo, fixed_subset
-from ..run.files import read_json
-from ..run.exports import export_info, is_export, check_export
-from ..run.checkpoint import evaluation_target
-from ..run.lora import saved_models, exported_model
-from ..task import Task
-from ..run.callbacks import Callback
-from ..run.trainer import Trainer, profile_steps
-from ..run.evaluation import evaluation_record, quality_figures, quality_passes, validation_seed
 
 # %% auto #0
 __all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_class', 'import_task',
-           'task_name', 'resolve_task', 'preset', 'parse_config', 'load_config', 'validate', 'make_task',
-           'resolve_callbacks', 'train', 'task_trainer', 'Checkpoint', 'load_checkpoint', 'evaluate_checkpoint',
-           'LoadedRun', 'load_run']
+           'task_name', 'task_spec', 'resolve_task', 'preset', 'config_task', 'parse_config', 'load_config', 'validate',
+           'make_task', 'resolve_callbacks', 'train', 'task_trainer', 'Checkpoint', 'load_checkpoint',
+           'evaluate_checkpoint', 'LoadedRun', 'load_run']
 
 # %% ../../nbs/37_tasks.registry.ipynb #f0a446b7
 BUILTIN_TASKS = {'flow': 'rectiflow.tasks.flow:FlowTask', 'vae': 'rectiflow.tasks.latents:VAETask',
@@ -86,6 +76,7 @@ def import_class(spec: str, base: type, what: str) -> type:
 # %% ../../nbs/37_tasks.registry.ipynb #c8262887
 def import_task(spec: str) -> type[Task]:
     "The `Task` subclass at import path `spec` (`package.module:Name`)."
+    from rectiflow.task import Task
     return import_class(spec, Task, 'task')
 
 # %% ../../nbs/37_tasks.registry.ipynb #cc54a8c5
@@ -94,13 +85,18 @@ def task_name(cfg: Config) -> str:
     return cfg.run.task or DEFAULT_TASK
 
 # %% ../../nbs/37_tasks.registry.ipynb #bee660cc
-def resolve_task(name: str) -> type[Task]:
-    "The `Task` subclass `name` stands for: a registered, built-in or entry-point name, or an import path."
+def task_spec(name: str):
+    "What `name` stands for, not imported: a registered class, or the import path of a name or of `name` itself."
     name = name or DEFAULT_TASK
     spec = _REGISTERED.get(name) or BUILTIN_TASKS.get(name) or _entry_point(name) or (name if ':' in name else None)
     if spec is None:
         raise ConfigError(f"Unknown task {name!r}; choose one of {', '.join(task_names())}, "
                           "or give an import path package.module:Name.")
+    return spec
+
+def resolve_task(name: str) -> type[Task]:
+    "The `Task` subclass `name` stands for: a registered, built-in or entry-point name, or an import path."
+    spec = task_spec(name)
     return spec if isinstance(spec, type) else import_task(spec)
 
 # %% ../../nbs/37_tasks.registry.ipynb #8b1d8a9d
@@ -112,11 +108,14 @@ def preset(task: str | None = None, data: str | None = None) -> Config:
     return cfg
 
 # %% ../../nbs/37_tasks.registry.ipynb #49800002
+def config_task(d: dict) -> str:
+    "The task a config's nested dict names in `run.task` ('': the default task)."
+    run = d.get('run') if isinstance(d, dict) else None
+    return run.get('task', '') if isinstance(run, dict) else ''
+
 def parse_config(d: dict) -> Config:
     "A `Config` from a nested dict (config.json): read `run.task`, import that task, parse its section strictly."
-    run = d.get('run') if isinstance(d, dict) else None
-    name = run.get('task', '') if isinstance(run, dict) else ''
-    return config_from_dict(d, resolve_task(name).config)
+    return config_from_dict(d, resolve_task(config_task(d)).config)
 
 # %% ../../nbs/37_tasks.registry.ipynb #2998e31d
 def load_config(path) -> Config:
@@ -136,11 +135,13 @@ def make_task(cfg: Config, info: DataInfo | None = None) -> Task:
 # %% ../../nbs/37_tasks.registry.ipynb #3c51d5d7
 def resolve_callbacks(specs: str) -> list[Callback]:
     "A new instance of each callback class at the comma-separated import paths `specs` (`run.callbacks`)."
+    from rectiflow.run.callbacks import Callback
     return [import_class(s.strip(), Callback, 'callback')() for s in specs.split(',') if s.strip()]
 
 # %% ../../nbs/37_tasks.registry.ipynb #1545434e
 def train(cfg: Config, progress: bool = True, resume=None, init_from=None, callbacks=()) -> dict:
     "Train `cfg`'s task with `run.callbacks` and `callbacks`, resuming `resume` or starting from `init_from`'s weights."
+    from rectiflow.run.trainer import Trainer, profile_steps
     cbs = [*resolve_callbacks(cfg.run.callbacks), *callbacks]
     tr = Trainer(cfg, make_task(cfg), progress=progress, resume=resume, init_from=init_from, callbacks=cbs)
     if cfg.run.profile_steps:
@@ -150,11 +151,14 @@ def train(cfg: Config, progress: bool = True, resume=None, init_from=None, callb
 # %% ../../nbs/37_tasks.registry.ipynb #0a5d7bf2
 def task_trainer(cfg: Config, datasets=None, model=None, objective=None, **kw) -> Trainer:
     "A quiet `Trainer` for `cfg`'s task; `datasets` (train, val, info), `model`, `objective` replace its own if given."
+    from rectiflow.run.trainer import Trainer
     return Trainer(cfg, make_task(cfg), datasets, progress=False, model=model, objective=objective, **kw)
 
 # %% ../../nbs/37_tasks.registry.ipynb #ce3fd048
 def _saved(ckpt: Path) -> dict:
     "What a step checkpoint or an export recorded about itself."
+    from rectiflow.run.files import read_json
+    from rectiflow.run.exports import export_info
     if (ckpt / 'trainer_state.json').is_file(): return read_json(ckpt / 'trainer_state.json', 'checkpoint state')
     return export_info(ckpt)
 
@@ -171,6 +175,8 @@ class Checkpoint:
 
 def load_checkpoint(path) -> Checkpoint:
     "The checkpoint, export or run (its best/) at `path` with its task rebuilt from the run's config."
+    from rectiflow.run.checkpoint import evaluation_target
+    from rectiflow.run.lora import saved_models
     ckpt, run_dir = evaluation_target(path)
     saved = _saved(ckpt)
     cfg = (load_config(run_dir / 'config.json') if (run_dir / 'config.json').is_file()
@@ -181,6 +187,8 @@ def load_checkpoint(path) -> Checkpoint:
 
 def evaluate_checkpoint(path, quality: bool = False) -> dict:
     "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures)."
+    from rectiflow.data.batches import fixed_subset
+    from rectiflow.run.evaluation import evaluation_record, quality_figures, quality_passes, validation_seed
     c = load_checkpoint(path)
     batch = fixed_subset(c.task.val_ds, c.cfg.eval.val_items, c.task.collate)
     rec = {'checkpoint': str(c.path), 'step': c.saved.get('step')}
@@ -221,6 +229,9 @@ class LoadedRun:
 # %% ../../nbs/37_tasks.registry.ipynb #f06443d2
 def load_run(path, device='cpu') -> LoadedRun:
     "A finished run (its `final/`) or any export at `path`, loaded for sampling."
+    from rectiflow.data.batches import DataInfo
+    from rectiflow.run.exports import export_info, check_export
+    from rectiflow.run.lora import exported_model
     path = Path(path)
     export = path if (path / 'info.json').is_file() else path / 'final'
     if not (export / 'info.json').is_file():

@@ -26,7 +26,7 @@ from ..tasks.registry import load_checkpoint
 # %% auto #0
 __all__ = ['GATES', 'GateResult', 'config_digest', 'record_gate', 'read_gates', 'data_figures', 'data_gate', 'AllItems',
            'overfit_gate', 'flat_state', 'same_entry', 'resume_gate', 'lr_gate', 'recon_gate', 'sampler_gate',
-           'parse_gate_names', 'run_gate', 'run_gates']
+           'parse_gate_names', 'run_gate', 'check_task_model', 'run_gates']
 
 # %% ../../nbs/41_tools.gates.ipynb #57924e2c
 @dataclass
@@ -344,12 +344,21 @@ def run_gate(name: str, cfg: Config, run_dir=None, **options) -> GateResult:
     return r
 
 # %% ../../nbs/41_tools.gates.ipynb #b62c5e8a
-def run_gates(names, cfg: Config, run_dir=None, echo=print, **options) -> list[GateResult]:
-    """Run the gates `names` ('data,overfit' or a list) in order; every result is echoed and recorded
-    (holding `run_dir`'s lock: `20_run.guards`)."""
-    results = []
+def check_task_model(cfg: Config, names=GATE_NAMES, datasets=None):
+    """Raise `ModelContractError` where the model `cfg`'s task makes breaks its contract (the global RNG left alone),
+    if any of the gates `names` trains it."""
+    if not set(parse_gate_names(names)) - {'sampler', 'recon'}: return
+    task = make_task(cfg)
+    with torch.random.fork_rng(devices=[]): model = task.make_model()
+    task.check_model(model, (datasets or task.data)[0])
+
+def run_gates(names, cfg: Config, run_dir=None, echo=print, check_model: bool = True, **options) -> list[GateResult]:
+    """Run the gates `names` ('data,overfit' or a list) in order, after the model contract (unless the caller has
+    checked it); every result is echoed and recorded (holding `run_dir`'s lock: `20_run.guards`)."""
+    names, results = parse_gate_names(names), []
+    if check_model: check_task_model(cfg, names, options.get('datasets'))
     with run_lock(run_dir) if run_dir is not None else nullcontext():
-        for name in parse_gate_names(names):
+        for name in names:
             results.append(run_gate(name, cfg, run_dir, **options))
             if echo: echo(f"{results[-1]}  [{results[-1].seconds:.1f}s]")
     return results

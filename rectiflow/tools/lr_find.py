@@ -20,7 +20,7 @@ from ..tasks.registry import task_trainer
 
 # %% auto #0
 __all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'preserved', 'run_ramp', 'LRFindResult',
-           'format_suggestion', 'lr_find']
+           'curve_end', 'format_suggestion', 'lr_find']
 
 # %% ../../nbs/39_tools.lr_find.ipynb #09aa8df1
 def smooth_losses(losses, beta: float = 0.98) -> list[float]:
@@ -189,11 +189,20 @@ class LRFindResult:
         return fig
 
 # %% ../../nbs/39_tools.lr_find.ipynb #47f582b4
+def curve_end(r: LRFindResult, spike: float = 4.0) -> str:
+    "How the curve ends: diverged, or raw spikes of `spike` times the smoothed minimum, or neither."
+    if r.diverged_at is not None: return f"diverged at lr {r.diverged_at:.2g}"
+    if not r.lrs: return "no steps"
+    top = int(np.argmax(r.losses))
+    if r.losses[top] > spike * min(r.smoothed):
+        return (f"raw loss spiking to {r.losses[top]:.3g} at lr {r.lrs[top]:.2g}, "
+                f"the smoothed loss not diverging up to lr {r.lrs[-1]:.2g}")
+    return f"no divergence up to lr {r.lrs[-1]:.2g}"
+
 def format_suggestion(result: LRFindResult) -> str:
     "One line: the suggested LR, the other heuristic's, where the loss diverged; or why there is no suggestion."
     r = result
-    if r.diverged_at is not None: where = f"diverged at lr {r.diverged_at:.2g}"
-    else: where = f"no divergence up to lr {r.lrs[-1]:.2g}" if r.lrs else "no steps"
+    where = curve_end(r)
     if not r.has_descent:
         return (f"No descending band between lr {r.lo:g} and {r.hi:g} ({where}); "
                 "widen the range or check that the model can learn.")

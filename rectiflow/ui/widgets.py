@@ -4,7 +4,7 @@
 
 # %% ../../nbs/42_ui.widgets.ipynb #de8028a5
 from __future__ import annotations
-import io, json, os, threading, time
+import base64, io, json, os, textwrap, threading, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -18,10 +18,10 @@ from ..run.guards import MEMORY_FIELDS
 from ..run.cards import read_run_info
 
 # %% auto #0
-__all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'quality_series', 'run_curves', 'plot_curves',
-           'figure_png', 'expand_runs', 'Poller', 'LossCurves', 'sample_steps', 'step_caption', 'SampleGrid',
-           'gate_rows', 'gate_table_html', 'GateBoard', 'NFESweep', 'config_diff', 'run_summary', 'RunComparison',
-           'LRFinder']
+__all__ = ['SPEED_FIELDS', 'IN_TEST', 'run_config', 'read_records', 'RunCurves', 'quality_series', 'smoothing_beta', 'run_curves',
+           'plot_curves', 'figure_png', 'Pictured', 'expand_runs', 'Poller', 'LossCurves', 'sample_steps',
+           'step_caption', 'SampleGrid', 'gate_rows', 'gate_table_html', 'gate_figure', 'GateBoard', 'NFESweep',
+           'config_diff', 'run_summary', 'RunComparison', 'LRFinder']
 
 # %% ../../nbs/42_ui.widgets.ipynb #9698c6f5
 def run_config(run_dir) -> Config:
@@ -74,14 +74,21 @@ def quality_series(vals) -> dict:
     names = dict.fromkeys(k for r in passes for k in r if f'{k}_floor' in r)
     return {k: _xy(passes, k) for name in names for k in (name, f'{name}_floor')}
 
+# %% ../../nbs/42_ui.widgets.ipynb #cee8eb37
+def smoothing_beta(n: int, share: float = 0.04, most: float = 0.98) -> float:
+    "The EMA weight whose window is `share` of `n` points: 0 (no smoothing) for a few points, at most `most`."
+    window = share * n
+    return 0.0 if window <= 1 else min(most, 1 - 1 / window)
+
 # %% ../../nbs/42_ui.widgets.ipynb #f167e73b
-def run_curves(run_dir, beta: float = 0.9) -> RunCurves:
-    "The loss-plot series of the run in `run_dir` as its files are now."
+def run_curves(run_dir, beta: float | None = None) -> RunCurves:
+    "The loss-plot series of the run in `run_dir` as its files are now (`beta`: the smoothing; None: `smoothing_beta`)."
     run_dir = Path(run_dir)
     recs = read_records(run_dir)
     trains, vals = [r for r in recs if r.get('kind') == 'train'], [r for r in recs if r.get('kind') == 'val']
     cfg = run_config(run_dir)
     steps, losses = _xy(trains, 'loss')
+    beta = smoothing_beta(len(losses)) if beta is None else beta
     floor = next((r.get('val_loss_ema') for r in vals if r.get('floor')), None)
     events = {'checkpoint': [int(p.name.split('_')[1]) for p in checkpoint_dirs(run_dir)],
               'best': _best_steps(vals, cfg.eval.metric, cfg.eval.mode)}
@@ -186,6 +193,27 @@ def figure_png(fig) -> bytes:
     plt.close(fig)
     return buf.getvalue()
 
+# %% ../../nbs/42_ui.widgets.ipynb #f5b35c83
+class Pictured:
+    "A widget (`self.widget`) that is also a PNG picture of what it shows: displayed beside it, and saved."
+    def picture(self) -> bytes:
+        "PNG bytes of what the widget shows now (empty where it shows nothing yet)."
+        return self.image.value
+
+    def save(self, path) -> Path:
+        "Write the widget's picture to `path` (a .png file) and return the path."
+        png, path = self.picture(), Path(path)
+        if not png: raise ConfigError(f"{type(self).__name__} shows no picture yet; refresh or run it first.")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png)
+        return path
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        "The live widget and its picture in one output: a page without a kernel shows the picture."
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        png = self.picture()
+        return {**bundle, 'image/png': base64.b64encode(png).decode()} if png else bundle
+
 # %% ../../nbs/42_ui.widgets.ipynb #a01d2a4a
 def expand_runs(paths) -> list[Path]:
     "Run directories named by `paths`: each path that is a run, or the runs directly inside a folder of runs."
@@ -217,9 +245,9 @@ class Poller:
         threading.Thread(target=loop, daemon=True).start()
 
 # %% ../../nbs/42_ui.widgets.ipynb #1e772a94
-class LossCurves:
+class LossCurves(Pictured):
     "Live loss curves of one or more runs: smoothed train loss, validation raw and EMA, floor, LR, events."
-    def __init__(self, *paths, beta: float = 0.9, log: bool = True, every: float = 5.0, memory: bool = False,
+    def __init__(self, *paths, beta: float | None = None, log: bool = True, every: float = 5.0, memory: bool = False,
                  throughput: bool = False):
         self.paths, self.beta, self.curves, self._seen = list(paths), beta, [], None
         self.button = W.Button(description='Refresh', icon='refresh')
@@ -256,7 +284,6 @@ class LossCurves:
     def _refresh_if_changed(self):
         if _mtimes(self.run_dirs) != self._seen: self.refresh()
 
-    def _ipython_display_(self): display(self.widget)
 
 # %% ../../nbs/42_ui.widgets.ipynb #ef980cd7
 def sample_steps(run_dir) -> list[int]:
@@ -275,7 +302,7 @@ def step_caption(records: list[dict], step: int) -> str:
     return ' · '.join(parts)
 
 # %% ../../nbs/42_ui.widgets.ipynb #321875df
-class SampleGrid:
+class SampleGrid(Pictured):
     "Browse a run's sample strips by step, with the step's metrics; compare two steps side by side."
     def __init__(self, run_dir):
         self.run_dir, self.steps = Path(run_dir), []
@@ -316,7 +343,6 @@ class SampleGrid:
         self.pane_b.layout.display = None if self.compare.value else 'none'
         if self.compare.value: self._fill(self.image_b, self.caption_b, self.slider_b.value)
 
-    def _ipython_display_(self): display(self.widget)
 
 # %% ../../nbs/42_ui.widgets.ipynb #dc754854
 def _fmt(v):
@@ -353,8 +379,25 @@ def gate_table_html(rows: list[dict]) -> str:
                  f'<td style="padding:2px 8px">{row["runs"]}</td></tr>')
     return f'<table class="rectiflow-gates"><tr>{head}</tr>{body}</table>'
 
+# %% ../../nbs/42_ui.widgets.ipynb #47cac840
+def gate_figure(rows: list[dict]):
+    "The board as a figure: a line per gate, PASS in green or FAIL in red, what it found and when."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 0.2))
+    ax.set(xlim=(0, 1), ylim=(len(rows), 0))
+    ax.axis('off')
+    for y, row in enumerate(rows, 0):
+        r = row['result']
+        ax.text(0, y + 0.5, r.name, weight='bold', va='center')
+        ax.text(0.09, y + 0.5, 'PASS' if r.passed else 'FAIL', color='white', va='center', family='monospace',
+                bbox={'facecolor': '#2e7d32' if r.passed else '#c62828', 'edgecolor': 'none'})
+        found = textwrap.shorten(r.message, 150, placeholder=' ...')
+        ax.text(0.16, y + 0.5, '\n'.join(textwrap.wrap(found, 95)), va='center', fontsize=8)
+        ax.text(1, y + 0.5, f"{r.seconds:.1f}s, {row['runs']} run(s)", va='center', ha='right', fontsize=8)
+    return fig
+
 # %% ../../nbs/42_ui.widgets.ipynb #d52c4fe6
-class GateBoard:
+class GateBoard(Pictured):
     "The gate results of a run directory as a pass/fail table, each gate re-runnable."
     def __init__(self, run_dir, cfg: Config | None = None, **gate_options):
         from rectiflow.config import GATE_NAMES
@@ -372,6 +415,8 @@ class GateBoard:
         from rectiflow.tools.gates import read_gates
         self.rows = gate_rows(read_gates(self.run_dir))
         self.table.value = gate_table_html(self.rows)
+
+    def picture(self) -> bytes: return figure_png(gate_figure(self.rows)) if self.rows else b''
 
     def config(self) -> Config:
         "The config the gates check: the one given, else the run's `config.json`."
@@ -391,10 +436,9 @@ class GateBoard:
         except ConfigError as e: self.status.value = f'<span style="color:#c62828">{e}</span>'
         self.refresh()
 
-    def _ipython_display_(self): display(self.widget)
 
 # %% ../../nbs/42_ui.widgets.ipynb #5e1d0002
-class NFESweep:
+class NFESweep(Pictured):
     "A run's quality against NFE (`40_tools.sweep`): the plot and table kept in the run; the button sweeps it again."
     def __init__(self, run_dir, nfes=(1, 2, 4, 8, 16, 32)):
         self.run_dir, self.nfes = Path(run_dir), tuple(nfes)
@@ -422,6 +466,10 @@ class NFESweep:
             display(fig)
             plt.close(fig)
 
+    def picture(self) -> bytes:
+        from rectiflow.tools.sweep import sweep_figure
+        return figure_png(sweep_figure(self.sweep)) if self.sweep is not None else b''
+
     def run(self):
         "Sweep the run's best/ at the widget's NFE budgets, keep it in the run, redraw."
         from rectiflow.run.guards import run_lock
@@ -434,7 +482,6 @@ class NFESweep:
         except ConfigError as e: self.status.value = f'<span style="color:#c62828">{e}</span>'
         self.refresh()
 
-    def _ipython_display_(self): display(self.widget)
 
 # %% ../../nbs/42_ui.widgets.ipynb #b1d0be9a
 def config_diff(run_dirs) -> dict:
@@ -462,7 +509,7 @@ def _html_table(columns: list[str], rows: dict) -> str:
     return f'<table>{head and "<tr>" + head + "</tr>"}{body}</table>'
 
 # %% ../../nbs/42_ui.widgets.ipynb #b54a7143
-class RunComparison:
+class RunComparison(Pictured):
     "Several runs side by side: config differences, status and final figures, overlaid curves."
     def __init__(self, *paths, log: bool = True):
         self.paths, self.log = list(paths), log
@@ -484,10 +531,9 @@ class RunComparison:
         self.figures.value = _html_table(names, {k: [s.get(k, '') for s in self.summaries] for k in keys})
         self.image.value = figure_png(plot_curves([run_curves(d) for d in self.run_dirs], self.log))
 
-    def _ipython_display_(self): display(self.widget)
 
 # %% ../../nbs/42_ui.widgets.ipynb #638c93cd
-class LRFinder:
+class LRFinder(Pictured):
     "Run the LR range test from a notebook and write the chosen LR into the config it trains with."
     def __init__(self, cfg: Config, lo: float = 1e-6, hi: float = 1.0, steps: int = 100, run_dir=None, **options):
         self.cfg, self.options, self.result = cfg, dict(lo=lo, hi=hi, steps=steps, run_dir=run_dir, **options), None
@@ -532,4 +578,3 @@ class LRFinder:
         c.optim.lr = lr
         self.status.value = f'cfg.optim.lr = {lr:g}{note}'
 
-    def _ipython_display_(self): display(self.widget)

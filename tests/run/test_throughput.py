@@ -83,3 +83,20 @@ def test_recompiles_with_width_buckets_are_counted_and_stop_growing(tmp_path):
     graphs = [r['compiled_graphs'] for r in records(run) if r['kind'] == 'train']
     assert len(graphs) == 12 and graphs == sorted(graphs)
     assert graphs[0] < graphs[-1] <= graphs[0] + 2 and graphs[-4:] == [graphs[-1]] * 4, graphs
+
+def test_the_cpu_threads_are_chosen_for_the_work_and_recorded(tmp_path, monkeypatch):
+    n = torch.get_num_threads()
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    def threads(name, *extra):
+        code, _, err = main_in_process('train', *TINY, '--steps', '2', '--out', tmp_path / name, *extra)
+        assert code == 0, err
+        info = json.loads((tmp_path / name / 'run_info.json').read_text())
+        return info['threads'], info['threads_why'], torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        count, why, now = threads('auto')
+        assert (count, now) == (1, 1) and why.startswith('auto: a small step'), why    # a 2-D MLP: one thread
+        assert threads('explicit', '--run.threads', '2') == (2, 'run.threads', 2)
+        monkeypatch.setenv('OMP_NUM_THREADS', '2')
+        assert threads('env')[:2] == (2, 'OMP_NUM_THREADS')                   # the environment's choice is kept
+    finally: torch.set_num_threads(n)

@@ -216,6 +216,36 @@ def test_a_bad_task_path_is_one_line_exit_2(on_path, spec, message, bad_paths):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (on_path / spec.replace(':', '_')).exists()
 
+BROKEN = '''
+import torch
+from torch import nn
+from yourpkg.core import Bars, BarVelocity
+
+class TakesX(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(144, 144)
+    def forward(self, x): return self.lin(x.flatten(1)).view_as(x)
+
+class Flat(BarVelocity):
+    def forward(self, x_t, t, cond=None): return super().forward(x_t, t, cond).flatten(1)
+
+class Blows(BarVelocity):
+    def forward(self, x_t, t, cond=None): return super().forward(x_t, t, cond) / 0.0
+
+class WrongSignature(Bars):
+    def make_model(self): return TakesX()
+
+class WrongShape(Bars):
+    def make_model(self): return Flat()
+
+class NonFinite(Bars):
+    def make_model(self): return Blows()
+'''
+
+BROKEN_MODELS = {'WrongSignature': ('TakesX', "raised TypeError"), 'WrongShape': ('Flat', "returned shape (2, 144)"),
+                 'NonFinite': ('Blows', 'returned non-finite values')}
+
 BAD_INPUT = r'''
 import contextlib, io, json, sys
 from rectiflow.cli import main
@@ -233,8 +263,14 @@ def bad_paths(on_path):
     specs = ['nosuchpkg.core:Bars', 'yourpkg.core:Nope', 'yourpkg.core:bars']
     cases = {s: ['train', '--task', s, '--out', str(on_path / s.replace(':', '_'))] for s in specs}
     cases['negative count'] = ['train', '--task', TASK, '--task.n_train', '-5', '--out', str(on_path / 'negative')]
+    (on_path / 'broken.py').write_text(BROKEN)          # tasks whose models break the contract, beside the scratch runs
+    for name in BROKEN_MODELS:
+        for command in ('train', 'gate'):
+            cases[f'{command} {name}'] = [command, *(['data,overfit,resume'] if command == 'gate' else []),
+                                          '--task', f'broken:{name}', '--out', str(on_path / f'{command}_{name}')]
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': os.pathsep.join([str(on_path), os.environ['PYTHONPATH']])}
     p = subprocess.run([sys.executable, '-c', BAD_INPUT, json.dumps(cases)], cwd=on_path, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+                       text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.splitlines()[-1])
 
@@ -242,6 +278,22 @@ def test_a_negative_count_in_a_task_option_is_one_line_exit_2(on_path, bad_paths
     code, err = bad_paths['negative count']           # the tutorial's options declare their ranges
     assert code == 2 and 'task.n_train must be positive, got -5' in err and len(err.strip().splitlines()) == 1, err
     assert not (on_path / 'negative').exists()
+
+@pytest.mark.parametrize('command', ['train', 'gate'])
+@pytest.mark.parametrize('task', list(BROKEN_MODELS))
+def test_a_model_that_breaks_the_contract_is_one_line_exit_2_before_anything_is_written(on_path, bad_paths, task,
+                                                                                       command):
+    code, err = bad_paths[f'{command} {task}']
+    model, what = BROKEN_MODELS[task]
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f'{model} breaks the velocity-model contract' in err and what in err, err
+    assert not (on_path / f"{command}_{task}").exists(), err
+
+def test_the_tutorial_model_is_a_plain_module_that_trains_with_guidance(trained):
+    run, _ = trained                   # trained, gated and sampled above; guided by the preset's sampler
+    model = next(src for src in CODE if src.startswith('class BarVelocity(nn.Module)'))
+    assert 'null_cond' not in model and 'drop_cond' not in model
+    assert json.loads((run / 'config.json').read_text())['eval']['cfg_scale'] > 1
 
 WIDGETS = r'''
 import importlib.util, json, sys
@@ -268,3 +320,10 @@ def test_the_widgets_show_the_run_where_the_task_cannot_be_imported(trained):
     assert (w['steps'], w['status']) == ([30, 60], 'completed')
     assert w['curves_png'] > 5000 and w['strip_png'] > 2000 and w['comparison_png'] > 5000 and w['accuracy']
     assert w['caption'].startswith('step 60 · train loss')
+
+def test_sample_refuses_a_budget_too_small_for_its_solver_and_guidance(trained):
+    run, _ = trained                  # the preset guides (cfg_scale 1.5): a Heun step costs 4 evaluations
+    out = run.parent / 'too_few.png'
+    p = run_cli('sample', run, '--nfe', '3', '--solver', 'heun', '--out', out, cwd=run.parent)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert '--nfe 3 is too small for one heun step with guidance' in p.stderr and not out.exists()

@@ -1,0 +1,27 @@
+"""The chapters keep pictures of what their widgets and plots show, as committed outputs (`.ci/pictures.py`), so a
+reader of a notebook on the web sees them without a kernel."""
+import json
+from pathlib import Path
+import pytest
+
+NBS = Path(__file__).resolve().parents[2] / 'nbs'
+
+# chapter: what the cell with the picture runs
+PICTURES = {'11_flow.sampling': 'generate(ring', '31_run.trainer': 'LossCurves(watched)',
+            '39_tools.lr_find': 'LRFinder(', '41_tools.gates': 'GateBoard(', '42_ui.widgets': 'lc._repr_mimebundle_()'}
+
+def picture_cells(chapter: str) -> list[str]:
+    "The sources of the chapter's code cells whose committed outputs hold a PNG."
+    nb = json.loads((NBS / f'{chapter}.ipynb').read_text())
+    return [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code'
+            and any('image/png' in o.get('data', {}) for o in c.get('outputs', []))]
+
+@pytest.mark.parametrize('chapter', list(PICTURES))
+def test_the_chapter_keeps_a_picture_of_its_widget(chapter):
+    assert any(PICTURES[chapter] in src for src in picture_cells(chapter)), picture_cells(chapter)
+
+def test_only_pictures_are_kept():
+    for path in NBS.glob('**/*.ipynb'):
+        for c in json.loads(path.read_text())['cells']:
+            for o in c.get('outputs', []):
+                assert set(o.get('data', {})) == {'image/png'}, (path.name, c['id'], list(o.get('data', {})))
