@@ -139,7 +139,9 @@ def overhead_md(res) -> list[str]:
     "The trainer-overhead table: the digits UNet, and the tiny MLP where the fixed per-step costs dominate."
     o = res['overhead']
     rows = [overhead_row('digits UNet, batch 128', o, '<= 1.03')]
-    if 'tiny' in o: rows.append(overhead_row('2-D MLP of width 64, batch 256', o['tiny'], '<= 1.10'))
+    if 'tiny' in o:
+        threads = f", {o['tiny']['threads']} thread(s)" if 'threads' in o['tiny'] else ''
+        rows.append(overhead_row(f'2-D MLP of width 64, batch 256{threads}', o['tiny'], '<= 1.10'))
     return ['## Trainer overhead (`benchmarks/overhead.py`)', '', *meta(res, 'overhead'),
             "The trainer's optimizer step (`Trainer.optimizer_steps`: loader, accumulation context, weighted loss share, "
             'clipping, the non-finite check, AdamW, schedule, EMA) against a bare PyTorch loop doing the same work (the same '
@@ -149,7 +151,8 @@ def overhead_md(res) -> list[str]:
             'torchcfm-style plain loop (AdamW and the loss only: no EMA, schedule or clipping); the gap to it is the price '
             'of that work, not of the trainer.', '',
             '| case | trainer | bare PyTorch | ratio (median of pairs) | quartiles | goal | plain loop | block pairs x steps |',
-            '|---|---|---|---|---|---|---|---|', *rows, '']
+            '|---|---|---|---|---|---|---|---|', *rows, '',
+            *([o['tiny']['note'], ''] if o.get('tiny', {}).get('note') else [])]
 
 def perf_md(res) -> list[str]:
     "The tables of the performance suite."

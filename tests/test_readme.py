@@ -83,3 +83,7 @@ def test_the_readme_task_trains_gates_and_samples_as_written(tmp_path):
     assert final['status'] == 'completed' and final['spread'] < 2 * final['spread_floor'], final
     assert json.loads((run / 'config.json').read_text())['eval']['cfg_scale'] == 2.0
     assert (run / 'samples' / 'grid_seed0.png').read_bytes()[:4] == b'\x89PNG'
+    # the run guides (cfg_scale 2, three classes): a Heun step costs 4 evaluations, so 3 are refused, writing nothing
+    p = run_cli('sample', run, '--nfe', '3', '--solver', 'heun', '--out', tmp_path / 'few.png', cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert '--nfe 3 is too small for one heun step with guidance' in p.stderr and not (tmp_path / 'few.png').exists()

@@ -92,7 +92,7 @@ def throughput_figures(flops_per_item: float | None, items_per_s: float, peak: f
     return {'tflops': tflops, 'mfu': tflops / peak if peak else None}
 
 # %% ../../nbs/21_run.throughput.ipynb #273c8b06
-SMALL_STEP_FLOPS = 2e9       # training FLOPs per step below which one CPU thread is faster (benchmarks/threads.py)
+SMALL_STEP_FLOPS = 1e9       # training FLOPs per step below which one CPU thread is faster (benchmarks/threads.py)
 
 def step_flops(model: nn.Module, batch_size: int) -> float:
     "About the training FLOPs of one step: 6 per parameter and item (forward 2, backward 4)."
