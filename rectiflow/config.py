@@ -15,8 +15,8 @@ __all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS',
            'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
            'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict',
            'task_config_type', 'default_config_of', 'save_config', 'read_config_dict', 'apply_overrides',
-           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'validate_config',
-           'check_flow', 'check_core', 'number_arg']
+           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'check_sections',
+           'validate_config', 'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -418,11 +418,16 @@ def tracker_names(tracker: str) -> list[str]:
     return list(dict.fromkeys(n for n in names if n != 'none'))
 
 # %% ../nbs/00_config.ipynb #3bc11ce8
-def validate_config(cfg: Config) -> Config:
-    "Raise `ConfigError` for values of the core sections (and numbers of the task's) that cannot work; return `cfg`."
+def check_sections(cfg: Config) -> Config:
+    "Raise `ConfigError` unless every number of every section of `cfg` is finite and in its declared range."
     for f in fields(cfg):
         section = getattr(cfg, f.name)
         if is_dataclass(section): check_ranges(section, f.name)
+    return cfg
+
+def validate_config(cfg: Config) -> Config:
+    "Raise `ConfigError` for values of the core sections (and numbers of the task's) that cannot work; return `cfg`."
+    check_sections(cfg)
     check(cfg.schedule.min_lr <= cfg.optim.lr,
           f"schedule.min_lr must lie in [0, optim.lr], got {cfg.schedule.min_lr}.")
     check(cfg.eval.solver in SOLVERS, f"Unknown eval.solver {cfg.eval.solver!r}; choose one of {', '.join(SOLVERS)}.")
@@ -455,10 +460,7 @@ def check_core(d: dict, args) -> None:
     on top: an unknown key, a value of the wrong type, a number out of range. Needs no task."""
     core = {k: v for k, v in d.items() if k != 'task'} if isinstance(d, dict) else d
     pairs = [x for k, v in _split_overrides(list(args)) if k.partition('.')[0] != 'task' for x in (f'--{k}', v)]
-    cfg = apply_overrides(config_from_dict(core), pairs)
-    for f in fields(cfg):
-        section = getattr(cfg, f.name)
-        if is_dataclass(section): check_ranges(section, f.name)
+    check_sections(apply_overrides(config_from_dict(core), pairs))
 
 # %% ../nbs/00_config.ipynb #5a1c7e2b
 def number_arg(typ: type, rng: Range = Range()):

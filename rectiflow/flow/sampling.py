@@ -88,7 +88,7 @@ def check_budget(nfe: int, solver: str, guided: bool = False, what: str = 'eval.
     if nfe // evals >= 1: return
     how = ' with guidance (each velocity costs 2)' if guided else ''
     raise ConfigError(f"{what} {nfe} is too small for one {solver} step{how}: it takes {evals} evaluations; "
-                      f"raise {what} to {evals} or more, or choose eval.solver euler.")
+                      f"raise {what} to {evals} or more, or choose the euler solver.")
 
 # %% ../../nbs/11_flow.sampling.ipynb #ca071736
 def cfg_combine(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float) -> torch.Tensor:
