@@ -313,6 +313,9 @@ def results_md(res) -> str:
                   table(json.loads((HERE / res['lr']['file']).read_text())), '']
     lines += perf_md(res)
     lines += few_steps_md(HERE / 'few_steps.json')
+    sys.path.insert(0, str(HERE))
+    import one_step
+    lines += one_step.markdown(HERE / 'one_step.json')
     lines += repa_md(HERE / 'repa.json')
     lines += own_folder_md(HERE / 'own_folder.json')
     sys.path.insert(0, str(HERE))

@@ -133,7 +133,8 @@ def _evaluate_parser(sub):
     p.add_argument('--nfe', type=nfe_list, metavar='N,N,...',
                    help='sweep the quality figure over these NFE budgets (and each of --solvers) against Euler at '
                         '100 NFE; writes nfe_sweep.json and nfe_sweep.png into the run')
-    p.add_argument('--solvers', default='euler,midpoint,heun', help='the solvers an --nfe sweep tries')
+    p.add_argument('--solvers', default=None, help='the solvers an --nfe sweep tries (default: euler, midpoint, heun; '
+                   'a mean-velocity run: mean first)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of lines')
 
 # %% ../nbs/43_cli.ipynb #2bac66a6
@@ -342,8 +343,8 @@ def cmd_sweep(args) -> int:
     from rectiflow.tools.sweep import nfe_sweep, write_sweep, sweep_table
     _, run_dir = evaluation_target(args.checkpoint)
     with writer_lock(run_dir, args, always=True):
-        sweep = nfe_sweep(args.checkpoint, args.nfe, [s.strip() for s in args.solvers.split(',')],
-                          progress=not args.json)
+        solvers = [s.strip() for s in args.solvers.split(',')] if args.solvers else None
+        sweep = nfe_sweep(args.checkpoint, args.nfe, solvers, progress=not args.json)
         path = write_sweep(sweep, run_dir)
     if args.json: print(json.dumps(sweep))
     else: print(sweep_table(sweep), f"wrote {path} and {path.with_suffix('.png')}", sep='\n')

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D',
-           'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'Range', 'ranged',
-           'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig',
-           'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict',
-           'task_config_type', 'default_config_of', 'save_config', 'read_config_dict', 'apply_overrides',
-           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'check_sections',
-           'validate_config', 'check_flow', 'check_core', 'number_arg']
+__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS',
+           'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'Range',
+           'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
+           'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict',
+           'config_to_dict', 'task_config_type', 'default_config_of', 'save_config', 'read_config_dict',
+           'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names',
+           'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -148,7 +148,7 @@ class EvalConfig:
     every: int = ranged(200, gt=0)            # optimizer steps between validation passes
     val_items: int = ranged(512, gt=0)        # fixed validation subset size
     sample_every: int = ranged(400, gt=0)     # optimizer steps between sample strips
-    solver: str = 'midpoint'                  # 'euler', 'heun' or 'midpoint'
+    solver: str = 'midpoint'                  # 'euler', 'heun', 'midpoint' or 'mean' (jumps: meanflow runs)
     nfe: int = ranged(40, gt=0)               # network evaluations per sample (a guided step costs 2 per velocity)
     cfg_scale: float = ranged(1.2, ge=0)      # classifier-free guidance scale (1 = off, 0 = unconditional)
     shift: float = ranged(1.0, gt=0)          # time grid: 1 uniform, >1 more steps at the noise end (SD3: 3)
@@ -224,6 +224,13 @@ class FlowConfig:
     t_mean: float = ranged(0.0)                   # logit-normal mean (>0 pushes training towards the data end)
     t_std: float = ranged(1.0, gt=0)              # logit-normal std
     cond_dropout: float = ranged(0.1, ge=0, lt=1)  # probability of replacing the condition by the learned null
+    objective: str = 'flow_matching'  # or 'meanflow': the average velocity over an interval (one-step sampling)
+    mf_flow_share: float = ranged(0.75, ge=0, le=1)  # meanflow: the share of pairs with one time (plain flow matching)
+    mf_t_mean: float = ranged(0.4)                # meanflow: the logit-normal mean of both times of a pair
+    mf_t_std: float = ranged(1.0, gt=0)           # meanflow: ... and their std
+    mf_power: float = ranged(1.0, ge=0)           # meanflow: adaptive weight 1 / (error + mf_eps) ** mf_power (0: off)
+    mf_eps: float = ranged(1e-3, gt=0)
+    mf_guidance: float = ranged(1.0, ge=0)        # meanflow: guidance folded into training (1: none; sample at CFG 1)
 
 # %% ../nbs/00_config.ipynb #5a1c7e26
 def _number(value, typ):
@@ -361,7 +368,8 @@ def apply_overrides(cfg: Config, args) -> Config:
     return config_from_dict(d, task_config_type(cfg))
 
 # %% ../nbs/00_config.ipynb #4635b6cb
-SOLVERS = ('euler', 'heun', 'midpoint')
+SOLVERS = ('euler', 'heun', 'midpoint', 'mean')         # mean: jumps with an average velocity (11_flow.sampling)
+OBJECTIVES = ('flow_matching', 'meanflow')                     # 10_flow.objective, 12_flow.meanflow
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_tools.gates
 TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking
@@ -452,6 +460,8 @@ def check_flow(opts: FlowConfig, section: str = 'task') -> FlowConfig:
     check_ranges(opts, section)
     check(opts.t_sampler in T_SAMPLERS,
           f"Unknown {section}.t_sampler {opts.t_sampler!r}; choose one of {', '.join(T_SAMPLERS)}.")
+    check(opts.objective in OBJECTIVES,
+          f"Unknown {section}.objective {opts.objective!r}; choose one of {', '.join(OBJECTIVES)}.")
     return opts
 
 # %% ../nbs/00_config.ipynb #87f0d220

@@ -22,6 +22,7 @@ LAYERS = (
     ('eval.gauge',),                                   # the gauge of your own data
     ('flow.models', 'flow.objective'),                 # the networks; the flow-matching objective
     ('flow.sampling', 'flow.vae'),                     # samplers and solvers; the VAE utilities
+    ('flow.meanflow',),                                # the mean-velocity objective: one-step generation
     ('task',),                                         # the Task interface
     ('run.callbacks',),                                # the events a run sends to what watches or extends it
     ('run.files', 'run.schedules'),                    # atomic writes, manifests, safe reads; schedules and rules

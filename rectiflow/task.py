@@ -13,6 +13,7 @@ from fastcore.basics import patch
 from .config import Config, ConfigError, EvalConfig, FlowConfig, check_flow, validate_config
 from .data.batches import DataInfo, EpochBatchSampler, collate_items, fixed_subset
 from .flow.objective import FlowMatching
+from .flow.meanflow import MeanFlow
 from .flow.sampling import generate
 
 # %% auto #0
@@ -52,6 +53,10 @@ class Task:
                               f"not the {getattr(want, '__name__', 'None')} of "
                               f"task {cls.__name__}; start from the task's preset (--task NAME).")
         if isinstance(cfg.task, FlowConfig): check_flow(cfg.task)
+        objective = getattr(cfg.task, 'objective', 'flow_matching')
+        if objective != 'flow_matching' and cls.make_objective is not Task.make_objective:
+            raise ConfigError(f"task.objective {objective}: task {cls.__name__} trains with an objective of its "
+                              "own; the mean-velocity objective replaces the plain flow-matching one only.")
         return cfg
 
     @property
@@ -111,8 +116,15 @@ def null_label(self: Task) -> int | None:
 # %% ../nbs/13_task.ipynb #d95310f9
 @patch
 def make_objective(self: Task):
-    "The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores."
-    return FlowMatching(self.opts if isinstance(self.opts, FlowConfig) else FlowConfig(), self.null_label)
+    """The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores.
+    Flow matching, or the mean velocity (`12_flow.meanflow`) where `task.objective` is meanflow."""
+    opts = self.opts if isinstance(self.opts, FlowConfig) else FlowConfig()
+    return (MeanFlow if opts.objective == 'meanflow' else FlowMatching)(opts, self.null_label)
+
+@patch(as_prop=True)
+def mean_velocity(self: Task) -> bool:
+    "Whether the model learns average velocities over a span (built-in models: built with the interval input)."
+    return getattr(self.make_objective(), 'mean_velocity', False)
 
 @patch
 def check_model(self: Task, model, ds=None, objective=None):
@@ -143,7 +155,7 @@ def sample(self: Task, model, batch: dict, seed: int, e: EvalConfig | None = Non
     e = e or self.cfg.eval
     g = torch.Generator().manual_seed(seed)
     x, _ = generate(model, tuple(batch['x1'].shape), batch.get('cond'), g, e.solver, e.nfe, e.cfg_scale,
-                    shift=e.shift, null_label=self.null_label)
+                    shift=e.shift, null_label=self.null_label, spans=self.mean_velocity)
     return x.float().cpu()
 
 @patch

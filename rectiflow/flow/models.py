@@ -13,7 +13,8 @@ from ..config import ConfigError
 from ..data.batches import DataInfo
 
 # %% auto #0
-__all__ = ['MODEL_CLASSES', 'VelocityModel', 'MLPBlock', 'MLPVelocity', 'UNetVelocity', 'DiTVelocity', 'make_model', 'n_params']
+__all__ = ['MODEL_CLASSES', 'VelocityModel', 'SpanEmbedding', 'MLPBlock', 'MLPVelocity', 'LabelSpanEmbedding', 'UNetVelocity',
+           'DiTVelocity', 'make_model', 'n_params', 'interval_keys']
 
 # %% ../../nbs/09_flow.models.ipynb #862f5d3e
 class VelocityModel(ModelMixin, ConfigMixin):
@@ -34,9 +35,38 @@ class VelocityModel(ModelMixin, ConfigMixin):
         (on its device: asking a diffusers model for its own walks it)."""
         return self.null_cond(len(x_t), x_t.device) if cond is None else cond
 
+    def _span(self, span, t: torch.Tensor) -> torch.Tensor | None:
+        """The interval length per item (none given: 0, the instantaneous velocity) for a model with an interval
+        input; None for one without, which refuses a span."""
+        if not self.config.get('interval', False):
+            if span is not None:
+                raise ValueError(f"{type(self).__name__} has no interval input (built with interval=False): "
+                                 "it predicts instantaneous velocities only.")
+            return None
+        return torch.zeros_like(t) if span is None else span
+
+    @property
+    def time_scale(self) -> float:
+        "What times are multiplied by before their sinusoids: diffusers' 1000, or 1 with an interval input."
+        return 1.0 if self.config.get('interval', False) else 1000.0
+
     def diffusers_parts(self) -> dict:
         "The plain diffusers models inside that diffusers alone can sample (name: model); none unless a model says so."
         return {}
+
+# %% ../../nbs/09_flow.models.ipynb #644cecdb
+class SpanEmbedding(nn.Module):
+    """An embedding of the interval length `span` (sinusoids, then an MLP) whose last layer starts at zero: until it
+    trains, the model predicts the same at every span."""
+    def __init__(self, dim: int, t_dim: int = 64):
+        super().__init__()
+        self.proj = Timesteps(t_dim, flip_sin_to_cos=True, downscale_freq_shift=0)
+        self.embed = TimestepEmbedding(t_dim, dim)
+        nn.init.zeros_(self.embed.linear_2.weight)
+        nn.init.zeros_(self.embed.linear_2.bias)
+
+    def forward(self, span: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return self.embed(self.proj(span).to(dtype))
 
 # %% ../../nbs/09_flow.models.ipynb #3e727b6b
 class MLPBlock(nn.Sequential):
@@ -46,9 +76,10 @@ class MLPBlock(nn.Sequential):
 
 # %% ../../nbs/09_flow.models.ipynb #3e727b6c
 class MLPVelocity(VelocityModel):
-    "An MLP velocity net for vectors of size `dim`, with a time embedding and optional classes."
+    "An MLP velocity net for vectors of size `dim`, with a time embedding, optional classes and interval input."
     @register_to_config
-    def __init__(self, dim: int = 2, hidden: int = 256, layers: int = 4, n_classes: int = 0, t_dim: int = 64):
+    def __init__(self, dim: int = 2, hidden: int = 256, layers: int = 4, n_classes: int = 0, t_dim: int = 64,
+                 interval: bool = False):
         super().__init__()
         self.time_proj = Timesteps(t_dim, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.time_embed = TimestepEmbedding(t_dim, hidden)
@@ -56,19 +87,35 @@ class MLPVelocity(VelocityModel):
         self.inp = nn.Linear(dim, hidden)
         self.blocks = nn.ModuleList([MLPBlock(hidden) for _ in range(layers)])
         self.out = nn.Sequential(nn.SiLU(), nn.Linear(hidden, dim))
+        if interval: self.span_embed = SpanEmbedding(hidden, t_dim)      # last: the other weights draw as before
 
-    def forward(self, x_t, t, cond=None):
-        temb = self.time_embed(self.time_proj(t * 1000).to(x_t.dtype))
+    def forward(self, x_t, t, cond=None, span=None):
+        temb = self.time_embed(self.time_proj(t * self.time_scale).to(x_t.dtype))
         h = self.inp(x_t) + temb + self.class_embed(self._labels(cond, x_t))
+        span = self._span(span, t)
+        if span is not None: h = h + self.span_embed(span * self.time_scale, x_t.dtype)
         for block in self.blocks: h = h + block(h)
         return self.out(h)
 
 # %% ../../nbs/09_flow.models.ipynb #48cada5e
+class LabelSpanEmbedding(nn.Embedding):
+    """The UNet's class embedding (the same `weight`) that also embeds an interval length: called with
+    `(labels, span)`, the one input `UNet2DModel` adds to its time embedding."""
+    def __init__(self, labels: nn.Embedding, span: SpanEmbedding):
+        super().__init__(labels.num_embeddings, labels.embedding_dim, _weight=labels.weight.data)
+        self.span = span
+
+    def forward(self, labels_span):
+        labels, span = labels_span
+        return super().forward(labels) + self.span(span, self.weight.dtype)
+
+# %% ../../nbs/09_flow.models.ipynb #ce86d7d6
 class UNetVelocity(VelocityModel):
-    "Adapter over diffusers `UNet2DModel`: `(x_t, t, cond) -> velocity`, class-conditional with a null class."
+    "Adapter over diffusers `UNet2DModel`: `(x_t, t, cond[, span]) -> velocity`, class-conditional with a null class."
     @register_to_config
     def __init__(self, sample_size: int = 8, in_channels: int = 1, channels: tuple = (32, 64),
-                 layers_per_block: int = 1, attention: bool = False, n_classes: int = 10, norm_groups: int = 16):
+                 layers_per_block: int = 1, attention: bool = False, n_classes: int = 10, norm_groups: int = 16,
+                 interval: bool = False):
         super().__init__()
         if any(c % norm_groups for c in channels):
             raise ConfigError(f"UNet channels {tuple(channels)} must all be divisible by its "
@@ -81,18 +128,25 @@ class UNetVelocity(VelocityModel):
                                 down_block_types=down, up_block_types=up, add_attention=attention,
                                 norm_num_groups=norm_groups, attention_head_dim=min(32, channels[-1]),
                                 num_class_embeds=n_classes + 1)
+        if interval:                                        # last: the other weights draw as before
+            labels = self.unet.class_embedding
+            self.unet.class_embedding = LabelSpanEmbedding(labels, SpanEmbedding(labels.embedding_dim))
 
-    def forward(self, x_t, t, cond=None):
-        return self.unet(x_t, t * 1000, class_labels=self._labels(cond, x_t)).sample
+    def forward(self, x_t, t, cond=None, span=None):
+        labels, span = self._labels(cond, x_t), self._span(span, t)
+        labels = labels if span is None else (labels, span * self.time_scale)
+        return self.unet(x_t, t * self.time_scale, class_labels=labels).sample
 
-    def diffusers_parts(self) -> dict: return {'unet': self.unet}     # the forward adds nothing diffusers lacks
+    def diffusers_parts(self) -> dict:
+        "The UNet, which diffusers samples alone: the forward adds nothing it lacks (but an interval input)."
+        return {} if self.config.interval else {'unet': self.unet}
 
 # %% ../../nbs/09_flow.models.ipynb #66eb5886
 class DiTVelocity(VelocityModel):
-    "Adapter over diffusers `SD3Transformer2DModel` with class tokens and a learned null class."
+    "Adapter over diffusers `SD3Transformer2DModel` with class tokens, a learned null class and an interval input."
     @register_to_config
     def __init__(self, sample_size: int = 8, in_channels: int = 1, width: int = 128, layers: int = 4,
-                 heads: int = 4, patch_size: int = 2, n_classes: int = 10):
+                 heads: int = 4, patch_size: int = 2, n_classes: int = 10, interval: bool = False):
         super().__init__()
         if width % heads: raise ConfigError(f"model width {width} must be divisible by model.heads {heads}.")
         self.dit = SD3Transformer2DModel(
@@ -102,34 +156,43 @@ class DiTVelocity(VelocityModel):
             pos_embed_max_size=sample_size // patch_size)
         self.class_tokens = nn.Embedding(n_classes + 1, width)
         self.class_pooled = nn.Embedding(n_classes + 1, width)
+        if interval: self.span_embed = SpanEmbedding(width)      # last: the other weights draw as before
 
-    def forward(self, x_t, t, cond=None):
-        labels = self._labels(cond, x_t)
+    def forward(self, x_t, t, cond=None, span=None):
+        labels, span = self._labels(cond, x_t), self._span(span, t)
+        pooled = self.class_pooled(labels)
+        if span is not None: pooled = pooled + self.span_embed(span * self.time_scale, pooled.dtype)
         return self.dit(x_t, encoder_hidden_states=self.class_tokens(labels)[:, None],
-                        pooled_projections=self.class_pooled(labels), timestep=t * 1000).sample
+                        pooled_projections=pooled, timestep=t * self.time_scale).sample
 
 # %% ../../nbs/09_flow.models.ipynb #f2fb51b0
 MODEL_CLASSES = {'mlp': MLPVelocity, 'unet': UNetVelocity, 'dit': DiTVelocity}
 
 # %% ../../nbs/09_flow.models.ipynb #8e237536
 def make_model(name: str, info: DataInfo, channels: tuple = (32, 64), layers: int = 1, attention: bool = False,
-               heads: int = 4) -> VelocityModel:
-    "The velocity network `name` for data described by `info`: widths `channels`, `layers` per block (or blocks)."
+               heads: int = 4, interval: bool = False) -> VelocityModel:
+    """The velocity network `name` for data described by `info`: widths `channels`, `layers` per block (or blocks);
+    `interval`: with the interval input a mean-velocity objective needs."""
     n_classes, shape = info.n_classes, tuple(info.shape)
     if name == 'mlp':
         if len(shape) != 1:
             raise ConfigError(f"Model mlp expects vector data; {info.name} is {shape}; use unet or dit.")
-        return MLPVelocity(dim=shape[0], hidden=channels[0], layers=layers, n_classes=n_classes)
+        return MLPVelocity(dim=shape[0], hidden=channels[0], layers=layers, n_classes=n_classes, interval=interval)
     if len(shape) != 3: raise ConfigError(f"Model {name} expects images; {info.name} is {shape}; use mlp.")
     if name == 'unet':
         return UNetVelocity(sample_size=shape[-1], in_channels=shape[0], channels=tuple(channels),
-                            layers_per_block=layers, attention=attention, n_classes=n_classes)
+                            layers_per_block=layers, attention=attention, n_classes=n_classes, interval=interval)
     if name == 'dit':
         return DiTVelocity(sample_size=shape[-1], in_channels=shape[0], width=channels[0], layers=layers,
-                           heads=heads, n_classes=n_classes)
+                           heads=heads, n_classes=n_classes, interval=interval)
     raise ConfigError(f"Unknown model {name!r}; choose one of {', '.join(MODEL_CLASSES)}.")
 
 # %% ../../nbs/09_flow.models.ipynb #f3f8be8c
 def n_params(model: nn.Module) -> int:
     "Number of trainable parameters."
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+# %% ../../nbs/09_flow.models.ipynb #3518a328
+def interval_keys(model: nn.Module) -> set[str]:
+    "The state-dict keys of `model`'s interval input (none without one): what a plain run's weights lack."
+    return {k for k in model.state_dict() if {'span', 'span_embed'} & set(k.split('.'))}

@@ -118,9 +118,10 @@ def _broken(model, what: str) -> ModelContractError:
 def _first_line(e: BaseException) -> str: return (str(e).strip().splitlines() or [''])[0]
 
 # %% ../../nbs/10_flow.objective.ipynb #24ce3e56
-def contract_velocity(model, x_t: torch.Tensor, t: torch.Tensor, cond, given: str) -> torch.Tensor:
-    "`model(x_t, t, cond)`, or a `ModelContractError` that says how it broke the contract (`given`: the inputs)."
-    try: v = model(x_t, t, cond)
+def contract_velocity(model, x_t: torch.Tensor, t: torch.Tensor, cond, given: str, *more) -> torch.Tensor:
+    """`model(x_t, t, cond, *more)`, or a `ModelContractError` that says how it broke the contract
+    (`given`: the inputs)."""
+    try: v = model(x_t, t, cond, *more)
     except Exception as e:
         raise _broken(model, f"called with {given} it raised {type(e).__name__}: {_first_line(e)}") from e
     if not isinstance(v, torch.Tensor): problem = f"returned a {type(v).__name__}"

@@ -11,8 +11,9 @@ from ..config import ConfigError
 from .objective import FlowMatching, null_condition
 
 # %% auto #0
-__all__ = ['SOLVERS', 'euler_step', 'midpoint_step', 'heun_step', 'shift_sigmas', 'time_grid', 'dynamic_shift', 'integrate',
-           'check_budget', 'cfg_combine', 'guided_velocity', 'generate', 'flow_scheduler', 'scheduler_grid']
+__all__ = ['SOLVERS', 'euler_step', 'midpoint_step', 'heun_step', 'mean_step', 'shift_sigmas', 'time_grid', 'dynamic_shift',
+           'integrate', 'check_budget', 'cfg_combine', 'guided_velocity', 'generate', 'flow_scheduler',
+           'scheduler_grid']
 
 # %% ../../nbs/11_flow.sampling.ipynb #19af9f35
 def _t(x, t): return torch.full((len(x),), t, dtype=x.dtype, device=x.device)
@@ -34,8 +35,13 @@ def heun_step(f, x, t: float, dt: float):
     k2 = f(x + dt * k1, _t(x, t + dt))
     return x + dt / 2 * (k1 + k2)
 
+# %% ../../nbs/11_flow.sampling.ipynb #738982a6
+def mean_step(f, x, t: float, dt: float):
+    "One jump with the average velocity over the step, `x + dt * f(x, t, span=dt)` (1 evaluation)."
+    return x + dt * f(x, _t(x, t), _t(x, dt))
+
 # %% ../../nbs/11_flow.sampling.ipynb #515cac57
-SOLVERS = {'euler': (euler_step, 1), 'heun': (heun_step, 2), 'midpoint': (midpoint_step, 2)}
+SOLVERS = {'euler': (euler_step, 1), 'heun': (heun_step, 2), 'midpoint': (midpoint_step, 2), 'mean': (mean_step, 1)}
 
 # %% ../../nbs/11_flow.sampling.ipynb #98d1d800
 def shift_sigmas(sigma, shift: float):
@@ -67,10 +73,10 @@ def integrate(f, x0: torch.Tensor, nfe: int | None = None, solver: str = 'euler'
         raise ValueError(f"An NFE budget of {nfe} is too small for one {solver} step "
                          f"({evals * cost} evaluations).")
     used = 0
-    def counted(x, t):
+    def counted(x, t, span=None):
         nonlocal used
         used += cost
-        return f(x, t)
+        return f(x, t) if span is None else f(x, t, span)
     if grid is None and shift == 1.0:
         dt = (t1 - t0) / n_steps
         steps = [(t0 + i * dt, dt) for i in range(n_steps)]
@@ -96,27 +102,34 @@ def cfg_combine(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float) -> t
     return v_uncond + scale * (v_cond - v_uncond)
 
 # %% ../../nbs/11_flow.sampling.ipynb #931ad40e
-def guided_velocity(model, cond: torch.Tensor | None, scale: float = 1.0, null_label: int | None = None):
-    "A function `f(x, t)` of the (guided, if `scale != 1` and `cond` is given) velocity, and its cost."
-    if cond is None or scale == 1.0: return (lambda x, t: model(x, t, cond)), 1
+def guided_velocity(model, cond: torch.Tensor | None, scale: float = 1.0, null_label: int | None = None,
+                    spans: bool = False):
+    """A function `f(x, t, span=None)` of the (guided, if `scale != 1` and `cond` is given) velocity, and its cost;
+    `spans`: the model averages over `span` (a mean-velocity model), else the span is not passed on."""
+    def velocity(x, t, c, span):
+        return model(x, t, c, span) if spans and span is not None else model(x, t, c)
+    if cond is None or scale == 1.0: return (lambda x, t, span=None: velocity(x, t, cond, span)), 1
     null = null_condition(model, cond, null_label)
-    def f(x, t):
-        v_c, v_u = model(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, null])).chunk(2)
+    def f(x, t, span=None):
+        both = None if span is None else torch.cat([span, span])
+        v_c, v_u = velocity(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, null]), both).chunk(2)
         return cfg_combine(v_c, v_u, scale)
     return f, 2
 
 # %% ../../nbs/11_flow.sampling.ipynb #e66a220f
 @torch.no_grad()
 def generate(model, shape: tuple, cond: torch.Tensor | None = None, generator=None, solver: str = 'heun',
-             nfe: int = 20, cfg_scale: float = 1.0, device=None, shift: float = 1.0, null_label: int | None = None):
-    "Samples of item `shape` (one per `cond` label, or `shape[0]` items): returns (x1, nfe used)."
+             nfe: int = 20, cfg_scale: float = 1.0, device=None, shift: float = 1.0, null_label: int | None = None,
+             spans: bool = False):
+    """Samples of item `shape` (one per `cond` label, or `shape[0]` items): returns (x1, nfe used); `spans`: the
+    model is a mean-velocity one (the `mean` solver jumps with it)."""
     device = device or next(model.parameters()).device
     x0 = torch.randn(shape, generator=generator).to(device)
     if cond is not None: cond = cond.to(device)
     was_training = model.training
     model.eval()
     try:
-        f, cost = guided_velocity(model, cond, cfg_scale, null_label)
+        f, cost = guided_velocity(model, cond, cfg_scale, null_label, spans)
         return integrate(f, x0, nfe, solver, cost, shift=shift)
     finally: model.train(was_training)
 

@@ -22,8 +22,9 @@ __all__ = ['CARD', 'STRIP', 'HUB_LICENSES', 'COMPANIONS', 'RECTIFLOW_USE', 'stri
            'final_record', 'last_validation', 'gate_results', 'config_digest', 'data_fingerprint', 'CardFacts',
            'read_run_info', 'card_facts', 'hub_license', 'tag', 'pipeline_tag', 'card_figures', 'companion_of',
            'figure_rows', 'card_tags', 'card_results', 'card_data', 'data_words', 'intro_lines', 'quality_lines',
-           'strip_lines', 'gate_lines', 'data_lines', 'diffusers_class', 'use_lines', 'training_lines', 'model_card',
-           'copy_atomic', 'write_card', 'ModelCards', 'export_source', 'check_export_dir', 'export_folder']
+           'strip_lines', 'gate_lines', 'data_lines', 'diffusers_class', 'one_step_lines', 'use_lines',
+           'training_lines', 'model_card', 'copy_atomic', 'write_card', 'ModelCards', 'export_source',
+           'check_export_dir', 'export_folder']
 
 # %% ../../nbs/27_run.cards.ipynb #342319c5
 CARD, STRIP = 'README.md', 'samples.png'        # the card and its sample strip, in the export
@@ -268,10 +269,23 @@ RECTIFLOW_USE = ['```python', 'from rectiflow.tasks.registry import load_run', "
                  'x = run.sample(seed=0, batch=batch)', 'fig = run.figure(x, batch)', '```', '',
                  '```sh', 'rectiflow sample path/to/this/folder', 'rectiflow evaluate path/to/this/folder', '```']
 
+def one_step_lines(facts: CardFacts) -> list[str]:
+    "How a mean-velocity run samples (none for another run)."
+    task = facts.config.get('task') or {}
+    if task.get('objective') != 'meanflow': return []
+    w = task.get('mf_guidance', 1.0)
+    guided = (f" Guidance was folded into training at scale {w:g}: sample at guidance scale 1." if w != 1 else '')
+    return ['This model predicts the **average** velocity over an interval (a mean-velocity, MeanFlow run), called '
+            '`model(x_t, t, cond, span)`: one evaluation is a sample, `x1 = x0 + model(x0, 0, cond, 1)` from noise '
+            '`x0`, and `k` evaluations jump along a grid of `k` steps. The `mean` solver does that; the other '
+            f'solvers integrate its instantaneous velocity (span 0), as a plain model\'s.{guided}', '',
+            '```sh', 'rectiflow sample path/to/this/folder --solver mean --nfe 1',
+            'rectiflow evaluate path/to/this/folder --nfe 1,2,4', '```', '']
+
 def use_lines(facts: CardFacts, folder) -> list[str]:
     "How to load and sample the export: rectiflow's way, and diffusers' alone where it holds diffusers models."
     parts = facts.info.get('diffusers_parts') or []
-    if not parts: return ['## Use', '', *RECTIFLOW_USE]
+    if not parts: return ['## Use', '', *one_step_lines(facts), *RECTIFLOW_USE]
     classes = {p: diffusers_class(folder, p) for p in parts}
     scheduler = ['FlowMatchEulerDiscreteScheduler'] if (Path(folder) / 'scheduler').is_dir() else []
     loads = [f"{p} = {c}.from_pretrained(REPO, subfolder='{p}')" for p, c in classes.items()]

@@ -22,10 +22,11 @@ from .checkpoint import (GeneratorState, read_checkpoint, check_checkpoint, publ
 from .sharding import load_full_state
 from .guards import attempt, writing, WriteFailed
 from ..flow.sampling import flow_scheduler
+from ..flow.models import interval_keys
 
 # %% auto #0
 __all__ = ['Checkpointer', 'checkpoint_facts', 'export_facts', 'restore_global_rng', 'TrainingState', 'Streams', 'legacy_states',
-           'CallbackStates', 'resume_target', 'start_from']
+           'CallbackStates', 'resume_target', 'with_interval', 'start_from']
 
 # %% ../../nbs/28_run.checkpointer.ipynb #3e9e0fff
 class Checkpointer:
@@ -178,6 +179,18 @@ def resume_target(resume, init_from, cfg, fingerprint: str | None, num_processes
     if not restart: return resume, init_from, False
     return None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from'), True
 
+# %% ../../nbs/28_run.checkpointer.ipynb #0fd941cc
+def with_interval(tr, weights: dict, ema: dict) -> tuple[dict, dict]:
+    """`weights` and `ema` (a checkpoint's) completed by `tr`'s model's own interval-input tensors where they lack
+    them (a plain run's); unchanged where they have them all."""
+    own, keys = tr.unwrapped.state_dict(), interval_keys(tr.unwrapped)
+    fill = {k: v for k, v in own.items() if k in keys and k not in weights}
+    if not fill: return weights, ema
+    names = [n for n, p in tr.unwrapped.named_parameters() if p.requires_grad]
+    shadows = iter(ema['shadow_params'])
+    shadow = [fill[n].detach().clone() if n in fill else next(shadows) for n in names]
+    return {**weights, **fill}, {**ema, 'shadow_params': shadow}
+
 # %% ../../nbs/28_run.checkpointer.ipynb #d62dd183
 def start_from(tr, path):
     "Start `tr` from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step, streams stay fresh)."
@@ -188,11 +201,12 @@ def start_from(tr, path):
     if changed:
         raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
                           f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
+    weights, ema = with_interval(tr, weights, parts['ema'])
     try:
         if tr.sharded: load_full_state(tr.unwrapped, weights)
         else: tr.unwrapped.load_state_dict(weights)
     except RuntimeError as e:
         why = str(e).splitlines()[0]
         raise ConfigError(f"--init-from {path}: its weights do not fit this run's model ({why}).") from None
-    tr.ema.load_state_dict(parts['ema'])
+    tr.ema.load_state_dict(ema)
     tr.task.load_state_dict(state.get('task_state', {}))      # e.g. latent statistics: inherited, not recomputed

@@ -402,13 +402,17 @@ def request_stop(self: Trainer, reason: str):
 
 # %% ../../nbs/31_run.trainer.ipynb #1ecfe125
 class FrozenDraws(torch.utils.data.Dataset):
-    "Items of `ds` that carry their own fixed `t` and `x0` (of each item's own shape), drawn from (`seed`, index)."
+    """Items of `ds` that carry their own fixed `t`, `x0` (of each item's own shape) and `span` (what a mean-velocity
+    objective averages over: 0 for three items in four, as its pairs have by default, else up to the path's end),
+    drawn from (`seed`, index)."""
     def __init__(self, ds, seed: int = 0): self.ds, self.seed = ds, seed
     def __len__(self): return len(self.ds)
     def __getitem__(self, i):
         item = self.ds[i]
         g = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0]))
-        return {**item, 't': torch.rand((), generator=g), 'x0': torch.randn(item['x1'].shape, generator=g)}
+        t, x0 = torch.rand((), generator=g), torch.randn(item['x1'].shape, generator=g)
+        span = (1 - t) * torch.rand((), generator=g) * (torch.rand((), generator=g) >= 0.75)
+        return {**item, 't': t, 'x0': x0, 'span': span}
 
 # %% ../../nbs/31_run.trainer.ipynb #b7437a40
 def profiler_activities() -> list:

@@ -111,7 +111,8 @@ class FlowTask(Task):
 
     def make_model(self) -> torch.nn.Module:
         o = self.opts
-        return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads)
+        return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads,
+                          interval=o.objective == 'meanflow')
 
     def sample_batch(self, n: int | None = None, cond=None) -> dict:
         "`n` items to sample, or one per label of `cond`; with classes, spread evenly over them (a grid column each)."

@@ -292,7 +292,8 @@ def make_model(self: LatentDigitsTask) -> torch.nn.Module:
     o = self.opts
     with torch.random.fork_rng():
         torch.manual_seed(self.cfg.run.seed)
-        return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads)
+        return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads,
+                          interval=o.objective == 'meanflow')
 
 # %% ../../nbs/33_tasks.latents.ipynb #f6ee6ce8
 @patch

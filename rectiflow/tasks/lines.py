@@ -255,10 +255,10 @@ def generate_lines(model, batch: dict, generator=None, solver: str = 'midpoint',
     n = len(x0)
     yes, no = torch.ones(n, dtype=torch.bool, device=device), torch.zeros(n, dtype=torch.bool, device=device)
     if cfg_scale == 1.0:
-        f, cost = (lambda x, t: model(x, t, content, style, mask)), 1
+        f, cost = (lambda x, t, span=None: model(x, t, content, style, mask)), 1
     else:
         two = lambda a: torch.cat([a, a])
-        def f(x, t):
+        def f(x, t, span=None):          # an instantaneous velocity: a mean step is Euler's
             v_c, v_u = model(two(x), two(t), two(content), two(style), two(mask), torch.cat([no, yes]),
                              torch.cat([no, yes if guide == 'all' else no])).chunk(2)
             return cfg_combine(v_c, v_u, cfg_scale)

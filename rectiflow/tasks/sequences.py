@@ -260,7 +260,7 @@ def generate_sequences(model, batch: dict, generator=None, solver: str = 'euler'
             n = max(lengths[i] for i in idx)
             tokens, phase, mask = (batch[k][idx, :n].to(device) for k in ('tokens', 'phase', 'mask'))
             keep = mask[..., None].to(torch.float32)
-            f = lambda x, t: model(x, t, tokens, phase, mask).float() * keep
+            f = lambda x, t, span=None: model(x, t, tokens, phase, mask).float() * keep
             out[idx, :n] = integrate(f, x0[idx, :n].to(device), nfe, solver)[0].float().cpu()
     finally: model.train(was_training)
     return out

@@ -60,12 +60,14 @@ def setting_figures(task, model, e, solver: str, nfe: int, guided: bool) -> dict
     figures = task.final_quality(model, replace(e, solver=solver, nfe=nfe))
     return {**row, 'nfe_used': nfe // need * need, **figures, 'seconds': round(time.time() - t0, 1)}
 
-def nfe_sweep(path, nfes=(1, 2, 4, 8, 16, 32), solvers=SWEEP_SOLVERS, shift: float | None = None,
+def nfe_sweep(path, nfes=(1, 2, 4, 8, 16, 32), solvers=None, shift: float | None = None,
               progress: bool = True) -> dict:
-    """The quality figures of the EMA weights at `path` for every solver and NFE budget (on the run's time grid,
-    or `shift`'s), and the Euler-100 reference (on the uniform grid)."""
-    for s in solvers: step_cost(s, False)          # an unknown solver is refused before anything is loaded
+    """The quality figures of the EMA weights at `path` for every solver (None: `SWEEP_SOLVERS`, and first `mean` for a
+    mean-velocity run) and NFE budget (on the run's time grid, or `shift`'s), and the Euler-100 reference (on the
+    uniform grid)."""
+    for s in solvers or (): step_cost(s, False)    # an unknown solver is refused before anything is loaded
     c = load_checkpoint(path)
+    solvers = solvers or (('mean',) if c.task.mean_velocity else ()) + SWEEP_SOLVERS
     e, model = c.cfg.eval if shift is None else replace(c.cfg.eval, shift=shift), c.models['ema']
     guided = is_guided(c.task, e)
     settings = [(s, int(n)) for s in solvers for n in nfes]

@@ -1,4 +1,5 @@
-"One optimizer step on frozen draws, for test_multiprocess: run under torchrun (N processes) or plain python (1)."
+"""One optimizer step on frozen draws, for test_multiprocess: run under torchrun (N processes) or plain python (1);
+more arguments are config overrides."""
 import os, sys, torch
 from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset, make_task
@@ -6,7 +7,8 @@ from rectiflow.run.trainer import Trainer, FrozenDraws
 
 out, batch = sys.argv[1], int(sys.argv[2])
 cfg = apply_overrides(preset(data='moons'), ['--run.out', f'{out}/run', '--run.steps', '1', '--task.n_train', '1024',
-                                             '--task.n_val', '64', '--data.batch_size', str(batch), '--schedule.warmup_steps', '0'])
+                                             '--task.n_val', '64', '--data.batch_size', str(batch), '--schedule.warmup_steps', '0',
+                                             *sys.argv[3:]])
 task = make_task(cfg)
 tr = Trainer(cfg, task, datasets=(FrozenDraws(task.train_ds), task.val_ds, task.info), progress=False)
 loss, _ = tr.micro_step(next(tr.batches()))

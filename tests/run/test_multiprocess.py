@@ -76,13 +76,16 @@ def test_fsdp_shards_the_model_trains_as_ddp_exports_whole_and_resumes_bit_ident
     p = cli_in_process('evaluate', whole / 'checkpoints' / 'step_000040')     # one process reads the gathered files
     assert p.returncode == 0, p.stderr
 
-def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path):
+# the mean-velocity objective differentiates through the wrapped model in forward mode: its gradients are shared too
+@pytest.mark.parametrize('objective', ['flow_matching', 'meanflow'])
+def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path, objective):
     import subprocess, os, torch
     script = str(Path(__file__).parent / 'ddp_step.py')
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     one, two = tmp_path / 'one', tmp_path / 'two'
-    subprocess.run([sys.executable, script, str(one), '128'], check=True, env=env, capture_output=True)
-    p = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', script, str(two), '64'],
+    extra = ['--task.objective', objective]
+    subprocess.run([sys.executable, script, str(one), '128', *extra], check=True, env=env, capture_output=True)
+    p = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', script, str(two), '64', *extra],
                        env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     a, b = torch.load(one / 'result.pt'), torch.load(two / 'result.pt')
