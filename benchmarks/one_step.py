@@ -128,26 +128,17 @@ def ratio(run: dict, key: str, metric: str, reference: float) -> str:
     return f"{run[key][metric]:.3f} ({run[key][metric] / reference:.2f}x)"
 
 
-def _digits_rows(r: dict) -> list[str]:
+def _rows(r: dict, prefix: str, metric: str, runs: tuple) -> list[str]:
+    """A table row per entry named `prefix...`: the plain run's Euler-100 `metric` (its floor), then each of `runs`'
+    1 and 2 NFE with their ratio to it, then the training seconds."""
     rows = []
     for name, v in r.items():
-        if not name.startswith('digits_seed'): continue
-        ref = v['plain']['euler100']['fd']
-        rows.append(f"| {name[len('digits_seed'):]} | {ref:.3f} ({v['plain']['euler100']['fd_floor']:.3f}) | "
-                    f"{ratio(v['scratch'], 'mean1', 'fd', ref)} | {ratio(v['scratch'], 'mean2', 'fd', ref)} | "
-                    f"{ratio(v['init'], 'mean1', 'fd', ref)} | {ratio(v['init'], 'mean2', 'fd', ref)} | "
-                    f"{v['plain']['seconds']:.0f} / {v['scratch']['seconds']:.0f} / {v['init']['seconds']:.0f} s |")
-    return rows
-
-
-def _points_rows(r: dict) -> list[str]:
-    rows = []
-    for name, v in r.items():
-        if not name.startswith('points_'): continue
-        ref = v['plain']['euler100']['w2']
-        rows.append(f"| {name[len('points_'):]} | {ref:.4f} ({v['plain']['euler100']['w2_floor']:.4f}) | "
-                    f"{ratio(v['meanflow'], 'mean1', 'w2', ref)} | {ratio(v['meanflow'], 'mean2', 'w2', ref)} | "
-                    f"{v['plain']['seconds']:.0f} / {v['meanflow']['seconds']:.0f} s |")
+        if not name.startswith(prefix): continue
+        ref = v['plain']['euler100'][metric]
+        cells = [ratio(v[run], key, metric, ref) for run in runs for key in ('mean1', 'mean2')]
+        seconds = ' / '.join(f"{v[run]['seconds']:.0f}" for run in ('plain', *runs))
+        rows.append(f"| {name[len(prefix):]} | {ref:.4g} ({v['plain']['euler100'][metric + '_floor']:.4g}) | "
+                    f"{' | '.join(cells)} | {seconds} s |")
     return rows
 
 
@@ -158,7 +149,7 @@ def goal_lines(r: dict) -> list[str]:
     for start, words in (('scratch', 'from scratch'), ('init', 'from the plain run (--init-from)')):
         for key, goal in (('mean1', 1.10), ('mean2', 1.05)):
             worst = max(v[start][key]['fd'] / v['plain']['euler100']['fd'] for v in seeds)
-            verdict = 'met' if worst <= goal else f'missed by {100 * (worst - goal):.0f} points'
+            verdict = 'met' if worst <= goal else 'missed'
             out.append(f"- {words}, {key[-1]} NFE: worst seed {worst:.2f}x against the goal {goal:.2f}x: {verdict}.")
     c = r['cost']
     verdict = 'met' if c['ratio'] <= 1.6 else f"missed: {c['ratio']:.2f}x"
@@ -178,13 +169,27 @@ def markdown(path: Path) -> list[str]:
              '`best/` export (as `rectiflow evaluate RUN` reads it) on the reference features, beside the real-data '
              'floor. Training seconds include the run\'s evaluations._', '',
              '| seed | plain Euler-100 FD (floor) | scratch 1 NFE | scratch 2 NFE | init 1 NFE | init 2 NFE | '
-             'training: plain / scratch / init |', '|---|---|---|---|---|---|---|', *_digits_rows(r), '',
+             'training: plain / scratch / init |', '|---|---|---|---|---|---|---|',
+             *_rows(r, 'digits_seed', 'fd', ('scratch', 'init')), '',
              f"A training step on the digits UNet (batch 128): plain {1000 * c['plain_s']:.0f} ms, mean-velocity "
              f"{1000 * c['meanflow_s']:.0f} ms, {c['ratio']:.2f}x (quartiles {c['quartiles'][0]:.2f}-"
              f"{c['quartiles'][1]:.2f}, {c['blocks']} alternating blocks of {c['steps']} steps in one process).", '']
     if any(k.startswith('points_') for k in r):
-        lines += ['The 2-D sets: their presets (2000 steps, heun at 20 NFE for their own figures) against a '
-                  'mean-velocity run of as many steps; W2 of 2000 samples beside its noise floor.', '',
+        lines += ['The 2-D sets: their presets (2000 steps), sampled by Euler at 100 NFE, against a mean-velocity run '
+                  'of as many steps; W2 of 2000 samples beside its noise floor.', '',
                   '| data | plain Euler-100 W2 (floor) | 1 NFE | 2 NFE | training: plain / meanflow |',
-                  '|---|---|---|---|---|', *_points_rows(r), '']
-    return lines + ['Goals:', *goal_lines(r), '']
+                  '|---|---|---|---|---|', *_rows(r, 'points_', 'w2', ('meanflow',)), '']
+    return lines + ['Goals:', *goal_lines(r), '', *WHY, '']
+
+
+WHY = ['Why they are missed, as far as measured:',
+       '- Quality: one evaluation must carry the whole map from noise to data, and a quarter of each batch trains '
+       'spans (`mf_flow_share` 0.75); in 800 steps the 2-step map is learned far better than the 1-step jump. The '
+       "paper's figures come after 240 ImageNet epochs; longer runs were not measured here.",
+       '- From the plain run: the fine-tune starts from its weights (its first validation loss is a fraction of a '
+       "fresh run's) but reads time unscaled where the plain run read 1000 t (`09_flow.models` says why), and its "
+       'span layers start at zero; in half the steps its one-step jump stays behind the from-scratch run.',
+       "- Cost: PyTorch's forward-mode rule for a convolution runs three convolutions where the primal runs one (the "
+       "third for the weights' tangent, which is zero here), so the product costs several forward passes on the UNet; "
+       'folded guidance adds one more forward pass. Within 1.6x needs a tangent rule that skips the zero weight '
+       'tangent.']

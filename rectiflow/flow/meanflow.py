@@ -11,9 +11,9 @@ from torch import nn
 from torch.func import jvp
 from torch.nn.attention import sdpa_kernel, SDPBackend
 from fastcore.basics import patch
-from ..config import FlowConfig, ConfigError
-from .objective import (ModelContractError, _bcast, _broken, _first_line, check_velocity_model, contract_velocity,
-                        drop_condition, interpolate, null_condition, sample_t, target_velocity)
+from ..config import FlowConfig
+from .objective import (_bcast, _broken, _first_line, check_velocity_model, contract_velocity, drop_condition,
+                                     interpolate, null_condition, sample_t, target_velocity)
 from .sampling import generate
 
 # %% auto #0
