@@ -2,25 +2,34 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.rectiflow-installed
+# Two installs, each with its stamp: `make train` needs only the package and its base requirements; `make test`
+# (and the tools below) add the [dev] set: nbdev, pytest, Playwright, JupyterLab and every optional extra.
+BASE   := $(VENV)/.rectiflow-base
+DEV    := $(VENV)/.rectiflow-dev
 OUT    ?= runs/default
 ARGS   ?=
 # Tests run two notebooks at a time with one thread each: two processes with two OpenMP threads each on
 # two cores spin-wait on each other and run an order of magnitude slower.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg
 
-.PHONY: install browser train test test-slow check readme pictures bench bench-all bench-gpu clean-runs
+.PHONY: install install-dev browser train test test-slow check readme pictures bench bench-all bench-gpu clean-runs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): setup.py settings.ini | $(BIN)/python
+$(BASE): setup.py settings.ini | $(BIN)/python
 	@# CPU torch first: a bare `torch` requirement with no torch installed pulls a multi-GB CUDA build.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e ".[dev]"
-	touch $(STAMP)
+	$(BIN)/pip install -e .
+	touch $(BASE)
 
-install: $(STAMP)
+$(DEV): $(BASE)
+	$(BIN)/pip install -e ".[dev]"
+	touch $(DEV)
+
+install: $(BASE)
+
+install-dev: $(DEV)
 
 # Debian's chromium for tests/ui/test_browser.py (Playwright drives it; never a downloaded browser build).
 # Without root or apt-get it is not installed and that test skips, saying why.
@@ -33,7 +42,7 @@ browser:
 train: install
 	$(BIN)/rectiflow train --out $(OUT) --overwrite $(ARGS)
 
-check: install
+check: install-dev
 	@before=$$(find rectiflow -name '*.py' | sort | xargs sha256sum); \
 	$(BIN)/nbdev_export; \
 	after=$$(find rectiflow -name '*.py' | sort | xargs sha256sum); \
@@ -53,24 +62,24 @@ test: check browser
 	$(TEST_ENV) $(BIN)/pytest -q -n 2 --dist loadfile tests
 
 # The slow tests (minutes each): the full golden defaults, bit-identical to their records.
-test-slow: install
+test-slow: install-dev
 	$(TEST_ENV) $(BIN)/pytest -q --slow -m slow tests
 
 readme: install
 	$(BIN)/python .ci/readme.py
 
 # Re-run the notebooks (or NBS="nbs/11_flow.sampling.ipynb ...") and keep their cheap cells' pictures as outputs.
-pictures: install
+pictures: install-dev
 	$(TEST_ENV) $(BIN)/python .ci/pictures.py $(NBS)
 	$(BIN)/nbdev_clean
 
-bench: install
+bench: install-dev
 	$(BIN)/python benchmarks/run_benchmarks.py --suite perf
 
-bench-all: install
+bench-all: install-dev
 	$(BIN)/python benchmarks/run_benchmarks.py --suite all
 
-bench-gpu: install
+bench-gpu: install-dev
 	bash benchmarks/gpu.sh
 
 clean-runs:

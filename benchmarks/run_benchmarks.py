@@ -319,8 +319,9 @@ def results_md(res) -> str:
     lines += repa_md(HERE / 'repa.json')
     lines += own_folder_md(HERE / 'own_folder.json')
     sys.path.insert(0, str(HERE))
-    import import_time, threads
+    import import_time, threads, fsync
     lines += import_time.markdown(HERE / 'import_time.json') + threads.markdown(HERE)
+    lines += fsync.markdown(HERE / 'fsync.json')
     lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
 

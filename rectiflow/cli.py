@@ -4,19 +4,21 @@
 
 # %% ../nbs/43_cli.ipynb #82be55d2
 from __future__ import annotations
-import argparse, json, shlex, sys, warnings
+import argparse, errno, json, os, shlex, sys, warnings
 from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from .config import (Config, ConfigError, RunFileWarning, EMBEDDED_DATASETS, GATE_NAMES, MODEL_NAMES, SOLVERS,
+from .config import (Config, ConfigError, RunFileWarning, ConfigWarning,
+                              EMBEDDED_DATASETS, GATE_NAMES, MODEL_NAMES, SOLVERS,
                               Range, apply_overrides, check_core, is_data_path,
                               number_arg, read_config_dict)
 
 # %% auto #0
-__all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'figure_path', 'nfe_list',
-           'make_parser', 'config_from_args', 'resume_target', 'writer_lock', 'cmd_train', 'gates_allow_training',
-           'final_lines', 'report_end', 'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode',
-           'cmd_sample', 'cmd_export', 'main']
+__all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'WRITE_FAULTS', 'data_arg', 'model_arg', 'figure_path',
+           'nfe_list', 'solver_list', 'device_arg', 'make_parser', 'config_from_args', 'resume_target', 'say',
+           'checkpoint_step', 'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end',
+           'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'cmd_export',
+           'write_failure', 'main', 'internal_error']
 
 # %% ../nbs/43_cli.ipynb #51449a00
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +36,7 @@ class _Parser(argparse.ArgumentParser):
 def data_arg(value: str) -> str:
     "An embedded dataset's name or a path to data that exists (the `--data` type)."
     if value in EMBEDDED_DATASETS or is_data_path(value): return value
+    if not value.strip(): raise argparse.ArgumentTypeError("expected a dataset, got nothing ('')")
     raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(EMBEDDED_DATASETS)}, "
                                      "or give an image folder, a manifest .jsonl or a shards folder that exists)")
 
@@ -80,6 +83,9 @@ def _config_args(p):
     p.add_argument('--overwrite', action='store_true', help='replace a run already in --out')
 
 # %% ../nbs/43_cli.ipynb #80219e01
+_TRUST_CODE = ('import the code a run or export names (its task, callbacks, model class) from anywhere, its own '
+               'folder and the working directory included: only for a source you trust')
+
 def _train_parser(sub):
     p = sub.add_parser('train', help='train a model (the flow task by default, or --task NAME)',
                        description='Train a task. Any config field can be overridden as --section.field value, '
@@ -94,6 +100,7 @@ def _train_parser(sub):
     p.add_argument('--init-from', metavar='PATH',
                    help="start a new run from another run's (or checkpoint's) weights and EMA; with --lora.rank N, "
                         'train adapters on them (an export too)')
+    p.add_argument('--trust-code', action='store_true', help=_TRUST_CODE + ' (--resume, --init-from)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar or log lines')
 
 # %% ../nbs/43_cli.ipynb #53ad7c59
@@ -113,6 +120,7 @@ def _sample_parser(sub):
     p.add_argument('--cfg-scale', type=number_arg(float, Range.of(ge=0)), default=None)
     p.add_argument('--out', type=figure_path, default=None,
                    help='PNG (or .jpg, .pdf, .svg) path (default: RUN_DIR/samples/grid_seed{seed}.png)')
+    p.add_argument('--trust-code', action='store_true', help=_TRUST_CODE)
 
 # %% ../nbs/43_cli.ipynb #b4ad03f7
 def nfe_list(text: str) -> list[int]:
@@ -122,6 +130,13 @@ def nfe_list(text: str) -> list[int]:
     if not nfes or min(nfes) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers like 1,2,4, not {text!r}")
     return nfes
+
+def solver_list(text: str) -> str:
+    "Solver names such as 'euler,heun', each one of `SOLVERS` (the `evaluate --solvers` type), as given."
+    names = [s.strip() for s in text.split(',') if s.strip()]
+    bad = [s for s in names if s not in SOLVERS] or ([] if names else [text])
+    if bad: raise argparse.ArgumentTypeError(f"Unknown solver {bad[0]!r}; choose from {', '.join(SOLVERS)}")
+    return text
 
 def _evaluate_parser(sub):
     p = sub.add_parser('evaluate', help='score a checkpoint on its validation set and exit',
@@ -133,9 +148,11 @@ def _evaluate_parser(sub):
     p.add_argument('--nfe', type=nfe_list, metavar='N,N,...',
                    help='sweep the quality figure over these NFE budgets (and each of --solvers) against Euler at '
                         '100 NFE; writes nfe_sweep.json and nfe_sweep.png into the run')
-    p.add_argument('--solvers', default=None, help='the solvers an --nfe sweep tries (default: euler, midpoint, heun; '
+    p.add_argument('--solvers', type=solver_list, default=None,
+                   help='the solvers an --nfe sweep tries (default: euler, midpoint, heun; '
                    'a mean-velocity run: mean first)')
     p.add_argument('--json', action='store_true', help='print one JSON object instead of lines')
+    p.add_argument('--trust-code', action='store_true', help=_TRUST_CODE)
 
 # %% ../nbs/43_cli.ipynb #2bac66a6
 def _gate_parser(sub):
@@ -159,6 +176,21 @@ def _lr_find_parser(sub):
     p.add_argument('--no-progress', action='store_true')
 
 # %% ../nbs/43_cli.ipynb #e069dc11
+def device_arg(value: str) -> str:
+    "A torch device this machine has: cpu, cuda, cuda:N or mps (the `encode --device` type)."
+    import torch
+    try: d = torch.device(value)
+    except (RuntimeError, ValueError): d = None
+    if d is None or d.type not in ('cpu', 'cuda', 'mps'):
+        raise argparse.ArgumentTypeError(f"{value!r} is no device here; give cpu, cuda, cuda:N or mps")
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if d.type == 'cuda' and (d.index or 0) >= n:
+        raise argparse.ArgumentTypeError(f"{value}: this machine has {n} CUDA device(s); give cpu"
+                                         + (f" or cuda:0 to cuda:{n - 1}" if n else ''))
+    if d.type == 'mps' and not torch.backends.mps.is_available():
+        raise argparse.ArgumentTypeError("mps: this machine has no Apple GPU; give cpu")
+    return value
+
 def _encode_parser(sub):
     p = sub.add_parser('encode', help='encode image data once into latent shards with a pretrained AutoencoderKL',
                        description='Encode an image folder or manifest with a diffusers AutoencoderKL '
@@ -173,7 +205,8 @@ def _encode_parser(sub):
     p.add_argument('--shard-items', type=POSITIVE_INT, default=4096, help='items per shard')
     p.add_argument('--format', choices=('safetensors', 'npy'), default='safetensors')
     p.add_argument('--batch-size', type=POSITIVE_INT, default=64, help='images per VAE call')
-    p.add_argument('--device', default=None, help='where the VAE runs (default: cuda if there is one, else cpu)')
+    p.add_argument('--device', type=device_arg, default=None, metavar='DEVICE',
+                   help='where the VAE runs (default: cuda if there is one, else cpu)')
     p.add_argument('--overwrite', action='store_true', help='replace shards already in --out')
 
 # %% ../nbs/43_cli.ipynb #3fd78306
@@ -188,6 +221,7 @@ def _export_parser(sub):
     p.add_argument('--license', default=None,
                    help="the card's license, a Hub identifier such as mit (default: rectiflow's own, apache-2.0)")
     p.add_argument('--overwrite', action='store_true', help='replace an export already in DIR')
+    p.add_argument('--trust-code', action='store_true', help=_TRUST_CODE)
 
 # %% ../nbs/43_cli.ipynb #ebb83a20
 def make_parser() -> argparse.ArgumentParser:
@@ -235,21 +269,53 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
     return validate(cfg)
 
 # %% ../nbs/43_cli.ipynb #7004fdae
+def _not_begun(where: Path) -> bool:
+    """Whether `where` holds nothing of a run yet (absent, or only a lock or gate records): what `--resume` starts a
+    run in, as the first launch of a job that always says `--resume`. Never a checkpoint's or an export's path."""
+    from rectiflow.run.files import KEPT, is_run_dir
+    if where.parent.name == 'checkpoints' or where.name in ('best', 'final'): return False
+    if not where.exists(): return True
+    return where.is_dir() and not is_run_dir(where) and all(p.name in KEPT for p in where.iterdir())
+
+# %% ../nbs/43_cli.ipynb #654ef652
 def resume_target(args, overrides):
     """What `--resume` continues (the newest whole checkpoint; a run killed before its first checkpoint: the run
-    itself, begun again) and the run's config with the overrides applied."""
+    itself, begun again; nothing yet: a new run) and the run's config with the overrides applied."""
     if args.overwrite: raise ConfigError("--resume continues a run and --overwrite replaces it; choose one.")
     from rectiflow.run.files import is_run_dir
     from rectiflow.run.checkpoint import checkpoint_dirs, find_resume_checkpoint, is_checkpoint
     from rectiflow.tasks.registry import load_config
     where = Path(args.resume or args.out or config_from_args(args, []).run.out)
+    if _not_begun(where):
+        say(f"rectiflow: nothing to resume in {where} yet: starting the run.")
+        return None, _with_out(config_from_args(args, overrides), where)
     begun = is_run_dir(where) and not is_checkpoint(where) and not checkpoint_dirs(where)
     target = where if begun else find_resume_checkpoint(where)
     run_dir = where if begun else target.parent.parent
-    cfg = config_from_args(args, overrides, base=load_config(run_dir / 'config.json'))
-    cfg.run.out = str(run_dir)
-    if begun: print(f"rectiflow: no checkpoint yet in {run_dir}: beginning the run again from step 0 with its config.")
+    saved = run_dir / 'config.json'
+    # None: killed before it wrote its config (the command's own config begins it)
+    base = load_config(saved, trust_code=args.trust_code) if saved.exists() or not begun else None
+    cfg = _with_out(config_from_args(args, overrides, base=base), run_dir)
+    whose = 'its' if base else "this command's"
+    if begun: say(f"rectiflow: no checkpoint yet in {run_dir}: beginning the run again from step 0 with {whose} "
+                  "config.")
+    else: say(f"rectiflow: resuming {run_dir} from step {checkpoint_step(target)} ({target.name}).")
     return target, cfg
+
+# %% ../nbs/43_cli.ipynb #743d5f2a
+def say(line: str):
+    "Print `line` on the main process only (under a launcher every rank runs the command)."
+    if os.environ.get('RANK', '0') == '0': print(line)
+
+def _with_out(cfg: Config, where) -> Config:
+    cfg.run.out = str(where)
+    return cfg
+
+# %% ../nbs/43_cli.ipynb #2bf8f755
+def checkpoint_step(path) -> int:
+    "The step of the checkpoint folder `path` (`step_000400`: 400); 0 for a run begun again."
+    name = Path(path).name
+    return int(name[5:]) if name.startswith('step_') and name[5:].isdigit() else 0
 
 # %% ../nbs/43_cli.ipynb #3e5d7a01
 def writer_lock(path, args, what: str = 'run', always: bool = False):
@@ -277,8 +343,8 @@ def cmd_train(args, overrides) -> int:
     if args.gates and resume is None: check_task_model(cfg, args.gates)     # before the gates' lock writes anything
     with writer_lock(cfg.run.out, args, always=bool(args.gates)):
         if args.gates and not gates_allow_training(args, cfg, resume): return 1
-        final = train(cfg, progress=not args.no_progress, resume=resume, init_from=init)
-    return report_end(final, cfg)
+        final = train(cfg, progress=not args.no_progress, resume=resume, init_from=init, trust_code=args.trust_code)
+    return report_end(final, cfg, first_step=checkpoint_step(resume) if resume is not None else 0)
 
 # %% ../nbs/43_cli.ipynb #9fca75f8
 def _vae_for_gates(args, cfg: Config):
@@ -303,15 +369,17 @@ def gates_allow_training(args, cfg: Config, resume) -> bool:
     return True
 
 # %% ../nbs/43_cli.ipynb #c075e6d5
-def final_lines(final: dict, cfg: Config) -> list[str]:
-    "What the end of a run prints: its steps, time and EMA validation loss, and the task's own figure lines."
+def final_lines(final: dict, cfg: Config, first_step: int = 0) -> list[str]:
+    """What the end of a run prints: the steps this command trained (a resume: from `first_step`), its time and EMA
+    validation loss, and the task's own figure lines."""
     from rectiflow.tasks.registry import make_task
-    head = (f"trained {final['step']} steps in {final['train_seconds']:.0f}s; "
-            f"final EMA val loss {final['val_loss_ema']:.4f}")
+    steps = (f"trained {final['step']} steps" if not first_step else
+             f"trained steps {first_step}-{final['step']} ({final['step'] - first_step} in this command)")
+    head = f"{steps} in {final['train_seconds']:.0f}s; final EMA val loss {final['val_loss_ema']:.4f}"
     return [head, *make_task(cfg).summary(final)]
 
 # %% ../nbs/43_cli.ipynb #bb204e57
-def report_end(final: dict, cfg: Config) -> int:
+def report_end(final: dict, cfg: Config, first_step: int = 0) -> int:
     "Print how a run ended; the exit code (4: aborted by the validation rule)."
     kind = final.get('kind')
     if kind == 'profile':
@@ -328,7 +396,7 @@ def report_end(final: dict, cfg: Config) -> int:
               file=sys.stderr)
         return 4
     if 'val_loss_ema' not in final: return 0            # not the main process: it holds no figures
-    for line in final_lines(final, cfg): print(line)
+    for line in final_lines(final, cfg, first_step): print(line)
     if final.get('status') in ('frozen', 'max_steps'):
         print(f"status {final['status']} at step {final['step']}"
               + (' (plateau decay found no better model at the LR floor; best/ stands)' if final['status'] == 'frozen'
@@ -341,10 +409,12 @@ def cmd_sweep(args) -> int:
     "`evaluate --nfe`: the quality figure per NFE and solver, kept in the run."
     from rectiflow.run.checkpoint import evaluation_target
     from rectiflow.tools.sweep import nfe_sweep, write_sweep, sweep_table
+    from rectiflow.run.exports import trusting_code
     _, run_dir = evaluation_target(args.checkpoint)
     with writer_lock(run_dir, args, always=True):
         solvers = [s.strip() for s in args.solvers.split(',')] if args.solvers else None
-        sweep = nfe_sweep(args.checkpoint, args.nfe, solvers, progress=not args.json)
+        with trusting_code(args.trust_code):
+            sweep = nfe_sweep(args.checkpoint, args.nfe, solvers, progress=not args.json)
         path = write_sweep(sweep, run_dir)
     if args.json: print(json.dumps(sweep))
     else: print(sweep_table(sweep), f"wrote {path} and {path.with_suffix('.png')}", sep='\n')
@@ -353,7 +423,9 @@ def cmd_sweep(args) -> int:
 def cmd_evaluate(args) -> int:
     from rectiflow.tasks.registry import evaluate_checkpoint
     if args.nfe: return cmd_sweep(args)
-    rec = evaluate_checkpoint(args.checkpoint, quality=args.quality)
+    if args.solvers: raise ConfigError("--solvers chooses the solvers of an --nfe sweep; give the budgets too "
+                                       "(e.g. --nfe 1,2,4), or leave --solvers out.")
+    rec = evaluate_checkpoint(args.checkpoint, quality=args.quality, trust_code=args.trust_code)
     if args.json: print(json.dumps(rec))
     else:
         for k, v in rec.items(): print(f"{k:<20} {v:.6g}" if isinstance(v, float) else f"{k:<20} {v}")
@@ -374,10 +446,11 @@ def cmd_gate(args, overrides) -> int:
 def cmd_lr_find(args, overrides) -> int:
     cfg = config_from_args(args, overrides)
     from rectiflow.tools.lr_find import lr_find, format_suggestion      # once the config is checked
+    from rectiflow.task import save_figure
     with writer_lock(cfg.run.out, args, always=True):
         res = lr_find(cfg, lo=args.lo, hi=args.hi, steps=args.range_steps, run_dir=cfg.run.out,
                       progress=not args.no_progress, method=args.method)
-        res.plot().savefig(Path(cfg.run.out) / 'lr_find.png', dpi=90, bbox_inches='tight')
+        save_figure(res.plot(), Path(cfg.run.out) / 'lr_find.png', dpi=90)
     print(format_suggestion(res))
     print(f"wrote {Path(cfg.run.out) / 'lr_find.jsonl'} and lr_find.png")
     return 0 if res.has_descent else 1
@@ -408,14 +481,17 @@ def cmd_sample(args) -> int:
     from rectiflow.run.files import is_run_dir
     from rectiflow.run.exports import is_export
     from rectiflow.flow.sampling import check_budget
-    s = load_run(args.run_dir)
+    s = load_run(args.run_dir, trust_code=args.trust_code)
     e = s.task.cfg.eval                     # the run's sampler, where a flag does not say otherwise
     scale = e.cfg_scale if args.cfg_scale is None else args.cfg_scale
     check_budget(args.nfe or e.nfe, args.solver or e.solver, scale != 1 and bool(s.task.info.n_classes), '--nfe')
     path = Path(args.run_dir)
-    # a run's export writes into the run's samples/; a run, or an export of its own (`export`), into its own
+    # a run's export writes into the run's samples/, a run into its own; an export of its own (a folder to upload)
+    # is left as it is: its grid goes into samples/ of the working directory
     run_dir = path.parent if is_export(path) and is_run_dir(path.parent) else path
-    out = Path(args.out or run_dir / 'samples' / f'grid_seed{args.seed}.png')
+    default = (Path('samples') / f'{path.resolve().name}_seed{args.seed}.png' if is_export(run_dir)
+               else run_dir / 'samples' / f'grid_seed{args.seed}.png')
+    out = Path(args.out or default)
     batch = s.batch(args.n)
     into_run = not is_export(run_dir) and out.resolve().is_relative_to(run_dir.resolve())    # an export takes no lock
     with writer_lock(run_dir, args) if into_run else nullcontext():
@@ -432,7 +508,8 @@ def cmd_export(args) -> int:
     from rectiflow.tasks.registry import make_task, parse_config
     source, run_dir = export_source(args.run, args.which)
     info = export_info(source)
-    task = make_task(parse_config(info['config']), DataInfo.from_dict(info['data']))
+    cfg = parse_config(info['config'], [source, run_dir], args.trust_code)      # code the run names: trusted only
+    task = make_task(cfg, DataInfo.from_dict(info['data']))
     out = export_folder(source, args.out, task, run_dir, overwrite=args.overwrite, license=args.license)
     files = ', '.join(sorted(p.name for p in out.iterdir()))
     print(f"exported {source} (step {info['step']}) to {out}: {files}")
@@ -451,7 +528,8 @@ def _end_processes():
 def _one_line_warnings(shown):
     "A `warnings.showwarning` that says a warning about a run's files in one line, and leaves the others to `shown`."
     def show(message, category, filename, lineno, file=None, line=None):
-        if not issubclass(category, RunFileWarning): return shown(message, category, filename, lineno, file, line)
+        if not issubclass(category, (RunFileWarning, ConfigWarning)):
+            return shown(message, category, filename, lineno, file, line)
         print(f"rectiflow: warning: {message}", file=file or sys.stderr)
     return show
 
@@ -464,38 +542,80 @@ def _loaded_error(module: str, name: str) -> type[BaseException]:
     m = sys.modules.get(module)
     return getattr(m, name) if m is not None else _NeverRaised
 
+# %% ../nbs/43_cli.ipynb #4f88a8e2
+WRITE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}
+
+def _copy_error(e: BaseException) -> OSError | None:
+    "The first failed file of a `shutil.copytree` (which gathers them into one `shutil.Error`) as its `OSError`."
+    import re, shutil
+    if not (isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list)): return None
+    for entry in e.args[0]:
+        code = re.search(r'\[Errno (\d+)\]', str(entry[-1])) if isinstance(entry, tuple) else None
+        if code: return OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(entry[1]))
+    return None
+
+# %% ../nbs/43_cli.ipynb #ce81b46f
+def write_failure(e: BaseException) -> str | None:
+    "What the failed write `e` says in one line (None where `e` is not a failed write)."
+    files = sys.modules.get('rectiflow.run.files')
+    if files is not None and isinstance(e, files.WriteFailed): return str(e)
+    path = getattr(e, 'filename', None) or '.'
+    error = _copy_error(e) or (files.as_write_error(e, path) if files is not None else None)
+    error = error or (e if isinstance(e, OSError) else None)
+    if error is None or error.errno not in WRITE_FAULTS: return None
+    return f"could not write {error.filename or 'a file'}: {error.strerror or error}"
+
 # %% ../nbs/43_cli.ipynb #4add5716
 def main(argv=None) -> int:
     "Entry point of the `rectiflow` command; returns the exit code."
     argv = sys.argv[1:] if argv is None else argv
-    with warnings.catch_warnings():
-        warnings.simplefilter('default', RunFileWarning)       # each one once per command, in one line
-        warnings.showwarning = _one_line_warnings(warnings.showwarning)
-        return _run(argv)
+    try:
+        with warnings.catch_warnings():
+            for one_line in (RunFileWarning, ConfigWarning):      # each one once per command, in one line
+                warnings.simplefilter('default', one_line)
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            return _run(argv)
+    except KeyboardInterrupt:                 # outside the training loop, which checkpoints and stops instead
+        print("rectiflow: interrupted", file=sys.stderr)
+        return 130
 
+# %% ../nbs/43_cli.ipynb #903cd4da
 def _run(argv) -> int:
     "`main`'s work: the command's exit code."
-    try:
-        parser = make_parser()
-        args, rest = parser.parse_known_args(argv)
-        args.command_line = shlex.join(['rectiflow', *argv])
-        if args.command == 'train': return cmd_train(args, rest)
-        if args.command == 'gate': return cmd_gate(args, rest)
-        if args.command == 'lr-find': return cmd_lr_find(args, rest)
-        if args.command == 'encode': return cmd_encode(args, rest)
-        if rest: raise ConfigError(f"Unexpected arguments {' '.join(rest)}.")
-        if args.command == 'export': return cmd_export(args)
-        return cmd_evaluate(args) if args.command == 'evaluate' else cmd_sample(args)
+    try: return _command(argv)
     except ConfigError as e:
         print(f"rectiflow: error: {e}", file=sys.stderr)
         return 2
     except _loaded_error('rectiflow.run.trainer', 'NonFiniteError') as e:
         print(f"rectiflow: training stopped: {e}", file=sys.stderr)
         return 3
-    except _loaded_error('rectiflow.run.guards', 'WriteFailed') as e:
-        print(f"rectiflow: write failed: {e}", file=sys.stderr)
+    except Exception as e:
+        failed = write_failure(e)
+        if failed is None: return internal_error(e)
+        print(f"rectiflow: write failed: {failed}", file=sys.stderr)
         return 5
     finally: _end_processes()
+
+def internal_error(e: Exception) -> int:
+    "A bug, not a fault of the input or the machine: its traceback, one line that says so, exit code 70."
+    import traceback
+    traceback.print_exception(e)
+    print(f"rectiflow: internal error ({type(e).__name__}): a bug in rectiflow or in your task; the traceback above "
+          "says where.", file=sys.stderr)
+    return 70
+
+# %% ../nbs/43_cli.ipynb #38aa49a9
+def _command(argv) -> int:
+    "Parse `argv` and run its command."
+    args, rest = make_parser().parse_known_args(argv)
+    args.command_line = shlex.join(['rectiflow', *argv])
+    if args.command == 'train': return cmd_train(args, rest)
+    if args.command == 'gate': return cmd_gate(args, rest)
+    if args.command == 'lr-find': return cmd_lr_find(args, rest)
+    if args.command == 'encode': return cmd_encode(args, rest)
+    if rest: raise ConfigError(f"Unexpected arguments {' '.join(rest)}.")
+    if args.command == 'export': return cmd_export(args)
+    return cmd_evaluate(args) if args.command == 'evaluate' else cmd_sample(args)
 
 # %% ../nbs/43_cli.ipynb #5ad51206
 #| eval: false

@@ -11,12 +11,12 @@ from typing import Any, get_type_hints
 
 # %% auto #0
 __all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS',
-           'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'Range',
-           'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
+           'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'ConfigWarning',
+           'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
            'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict',
            'config_to_dict', 'task_config_type', 'default_config_of', 'save_config', 'read_config_dict',
            'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names',
-           'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
+           'normalise_section', 'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -24,6 +24,9 @@ class ConfigError(ValueError):
 
 class RunFileWarning(UserWarning):
     "A file of a run, checkpoint or export that is damaged and left out, skipped for an older one, or read unverified."
+
+class ConfigWarning(UserWarning):
+    "A setting that works, but not as it reads: capped to what there is, or never reached in the run."
 
 # %% ../nbs/00_config.ipynb #5a1c7e21
 def _bound_words(x) -> str:
@@ -246,6 +249,11 @@ def _number(value, typ):
     return int(f)
 
 # %% ../nbs/00_config.ipynb #753e931d
+def _tuple_item(v):
+    "One number of a tuple field: an `int` where it is whole, else a `float` (0.7 stays 0.7)."
+    try: return _number(v, int)
+    except (ValueError, OverflowError): return _number(v, float)
+
 def _coerce(value, typ, key):
     "Convert `value` to the declared type `typ` of field `key`, or raise `ConfigError`."
     if typ is bool:
@@ -254,16 +262,20 @@ def _coerce(value, typ, key):
         if isinstance(value, str) and value.lower() in ('false', '0', 'no', 'off'): return False
         raise ConfigError(f"{key} expects true or false, got {value!r}.")
     if typ is tuple:
-        if isinstance(value, str): value = [v for v in value.replace(',', ' ').split()]
-        try: return tuple(int(v) for v in value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key} expects a comma-separated list of integers, got {value!r}.")
+        items = value.replace(',', ' ').split() if isinstance(value, str) else value
+        try: numbers = tuple(_tuple_item(v) for v in items)
+        except (TypeError, ValueError, OverflowError): numbers = ()
+        if not numbers: raise ConfigError(f"{key} expects a comma-separated list of numbers, got {value!r}.")
+        return numbers
     if typ in (int, float):
         what = 'a number' if typ is float or isinstance(value, bool) else 'an integer'
         try: return _number(value, typ)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{key} expects {what}, got {value!r}.") from None
-    if typ is str: return str(value)
+    if typ is str:
+        if value is None: raise ConfigError(f"{key} expects text, got null; give a value, or leave the key out for "
+                                            "its default.")
+        return str(value)
     return value
 
 # %% ../nbs/00_config.ipynb #a13b4eba
@@ -318,8 +330,26 @@ def save_config(cfg: Config, path):
     Path(path).write_text(json.dumps(config_to_dict(cfg), indent=2) + '\n')
 
 # %% ../nbs/00_config.ipynb #b3326cd0
+def _kind_of(value) -> str:
+    "What a parsed YAML or JSON value is, in a message's words: a list, a number, text."
+    if isinstance(value, (list, tuple)): return 'a list'
+    if isinstance(value, str): return 'text'
+    if isinstance(value, bool): return 'a truth value'
+    if isinstance(value, numbers.Number): return 'a number'
+    return 'nothing (null)' if value is None else f'a {type(value).__name__}'
+
+def _check_sections_are_mappings(data, path):
+    "Raise `ConfigError` unless `data` maps section names to mappings (the task's may be null: no options)."
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {path} holds {_kind_of(data)}, not sections; write them as a mapping "
+                          "(run:, optim:, ...).")
+    for name, section in data.items():
+        if not (isinstance(section, dict) or (name == 'task' and section is None)):
+            raise ConfigError(f"Config file {path}: section {name} holds {_kind_of(section)}, not a mapping of "
+                              f"its fields ({name}: followed by field: value lines).")
+
 def read_config_dict(path) -> dict:
-    "The nested dict of the JSON or YAML config file `path`."
+    "The nested dict of the JSON or YAML config file `path`: sections, each a mapping."
     path = Path(path)
     if not path.is_file(): raise ConfigError(f"Config file {path} does not exist.")
     try:
@@ -333,6 +363,7 @@ def read_config_dict(path) -> dict:
         raise ConfigError(f"Config file {path} could not be parsed ({type(e).__name__}: {why}).") from None
     if data is None:                                        # an empty YAML file: an empty JSON one fails to parse
         raise ConfigError(f"Config file {path} is empty; give the sections it changes (run:, optim:, ...).")
+    _check_sections_are_mappings(data, path)
     return data
 
 # %% ../nbs/00_config.ipynb #d65653b2
@@ -384,7 +415,8 @@ HF_PREFIX = 'hf:'           # task.data = hf:PATH: a folder a datasets user save
 
 def hf_data_path(data: str) -> Path | None:
     "The folder of `data` = 'hf:PATH', or None when `data` does not start with `hf:`."
-    return Path(data[len(HF_PREFIX):]) if str(data).startswith(HF_PREFIX) else None
+    rest = str(data)[len(HF_PREFIX):] if str(data).startswith(HF_PREFIX) else ''
+    return Path(rest) if rest.strip() else None         # 'hf:' alone names no folder (not the working one)
 
 def is_hf_data(data: str) -> bool:
     "True if `data` is `hf:PATH` with `PATH` an existing folder."
@@ -394,6 +426,7 @@ def is_hf_data(data: str) -> bool:
 def is_data_path(name: str) -> bool:
     """True if `name` is data on disk (an image folder, a manifest .jsonl, a shards folder, or hf:PATH),
     not an embedded dataset."""
+    if not str(name).strip(): return False          # '' names no data: Path('') is the working folder
     return name not in EMBEDDED_DATASETS and (Path(name).exists() or is_hf_data(name))
 
 # %% ../nbs/00_config.ipynb #bb1ba66a
@@ -426,11 +459,26 @@ def tracker_names(tracker: str) -> list[str]:
     return list(dict.fromkeys(n for n in names if n != 'none'))
 
 # %% ../nbs/00_config.ipynb #3bc11ce8
+def _declared_types(section) -> dict:
+    "The declared type of each field of dataclass `section` ({} where its annotations cannot be resolved)."
+    try: return get_type_hints(type(section))
+    except Exception: return {}          # a user's section whose annotations name what is not importable here
+
+def normalise_section(section, prefix: str):
+    "Give every field of dataclass `section` its declared type (1 -> '1' for text, [32, 64] -> (32, 64)), in place."
+    hints = _declared_types(section)
+    for f in fields(section):
+        v = getattr(section, f.name)
+        want = _coerce(v, hints.get(f.name), f'{prefix}.{f.name}')
+        if want is not v and (type(want) is not type(v) or want != v): object.__setattr__(section, f.name, want)
+    return section
+
 def check_sections(cfg: Config) -> Config:
-    "Raise `ConfigError` unless every number of every section of `cfg` is finite and in its declared range."
+    """Give every field of every section of `cfg` its declared type, then raise `ConfigError` unless every number
+    is finite and in its declared range."""
     for f in fields(cfg):
         section = getattr(cfg, f.name)
-        if is_dataclass(section): check_ranges(section, f.name)
+        if is_dataclass(section): check_ranges(normalise_section(section, f.name), f.name)
     return cfg
 
 def validate_config(cfg: Config) -> Config:

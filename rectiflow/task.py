@@ -17,7 +17,7 @@ from .flow.meanflow import MeanFlow
 from .flow.sampling import generate
 
 # %% auto #0
-__all__ = ['Task', 'save_figure']
+__all__ = ['RUN_FIGURES', 'VALIDATION_LOSSES', 'Task', 'save_figure']
 
 # %% ../nbs/13_task.ipynb #80a2c07d
 class Task:
@@ -53,6 +53,7 @@ class Task:
                               f"not the {getattr(want, '__name__', 'None')} of "
                               f"task {cls.__name__}; start from the task's preset (--task NAME).")
         if isinstance(cfg.task, FlowConfig): check_flow(cfg.task)
+        cls.check_metric(cfg)
         objective = getattr(cfg.task, 'objective', 'flow_matching')
         if objective != 'flow_matching' and cls.make_objective is not Task.make_objective:
             raise ConfigError(f"task.objective {objective}: task {cls.__name__} trains with an objective of its "
@@ -81,6 +82,8 @@ class Task:
 
     quality_metric: str | None = None   # the figure few-step sampling is judged by (the NFE sweep; None: the first)
     quality_mode: str = 'min'           # 'min': lower is better, 'max': higher
+    # the names its own `validation` reports (None: not declared, eval.metric is checked at the first evaluation)
+    validation_figures: tuple | None = None
 
 # %% ../nbs/13_task.ipynb #082e577c
 @patch
@@ -185,6 +188,7 @@ def validation(self: Task, model, batch: dict) -> dict:
     "Figures of `model` on the validation batch, beside the losses in every validation record."
     return {}
 
+# %% ../nbs/13_task.ipynb #a97c1967
 @patch
 def final_quality(self: Task, model, e: EvalConfig | None = None) -> dict:
     "The final figures of the EMA `model`: `quality` with a sampler of items of the data's shape."
@@ -199,10 +203,36 @@ def quality(self: Task, sample_fn) -> dict:
     "Quality figures from `sample_fn(cond, n, seed)` -> samples."
     return {}
 
+# %% ../nbs/13_task.ipynb #22e77abb
+RUN_FIGURES = ('step', 'time', 'train_seconds', 'quality_seconds', 'val_loss_ema')   # the final record's own
+
 @patch
 def summary(self: Task, final: dict) -> list[str]:
-    "Lines that say what the final figures mean, for the end of `rectiflow train`."
-    return []
+    """Lines that say what the final figures mean, for the end of `rectiflow train`: by default the task's own
+    `quality` figures, each beside its `_floor` where it has one (a task overrides this to say more)."""
+    own = {k: v for k, v in final.items() if k not in RUN_FIGURES and not k.endswith('_floor')
+           and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    floor = lambda k: f" (floor {final[k + '_floor']:.4g})" if isinstance(final.get(k + '_floor'), (int, float)) else ''
+    return ['; '.join(f"{k} {v:.4g}{floor(k)}" for k, v in own.items())] if own else []
+
+# %% ../nbs/13_task.ipynb #bf9383fb
+VALIDATION_LOSSES = ('val_loss', 'val_loss_ema', 'val_loss_ema_uncond', 'cond_gap')   # the last two: with classes
+
+@patch(cls_method=True)
+def metric_names(cls: Task, cfg: Config) -> tuple | None:
+    "What `eval.metric` may name in a run of `cfg`: the losses and this task's validation figures (None: not known)."
+    own = () if cls.validation is Task.validation else cls.validation_figures
+    if own is None or 0 < cfg.eval.quality_every <= cfg.run.steps: return None
+    return (*VALIDATION_LOSSES, *own)
+
+@patch(cls_method=True)
+def check_metric(cls: Task, cfg: Config) -> Config:
+    "Raise `ConfigError` where `eval.metric` names no figure a run of `cfg` can record (before anything is written)."
+    names = cls.metric_names(cfg)
+    if names is None or cfg.eval.metric in names: return cfg
+    raise ConfigError(f"eval.metric {cfg.eval.metric!r} is not a validation figure of task {cls.__name__}; choose "
+                      f"one of {', '.join(names)} (val_loss_ema_uncond and cond_gap where the data have classes); "
+                      "the quality figures join them with eval.quality_every > 0 (and at most run.steps).")
 
 # %% ../nbs/13_task.ipynb #896a5de8
 @patch
@@ -216,15 +246,17 @@ def load_state_dict(self: Task, state: dict):
     pass
 
 # %% ../nbs/13_task.ipynb #adce606e
-def save_figure(fig, path):
-    "Write matplotlib `fig` to `path` atomically (folders made as needed) and close it."
+def save_figure(fig, path, dpi: int = 100):
+    """Write matplotlib `fig` to `path` atomically (folders made as needed; a failed write leaves the old file and
+    raises the `OSError` naming `path`) and close it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f'.{path.name}.tmp')
     try:
-        fig.savefig(tmp, format=path.suffix.lstrip('.') or 'png', dpi=100, bbox_inches='tight')
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(tmp, format=path.suffix.lstrip('.') or 'png', dpi=dpi, bbox_inches='tight')
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as e:
+        if tmp.is_file(): tmp.unlink()
+        if isinstance(e, OSError): raise OSError(e.errno, e.strerror, str(path)) from None
         raise
     finally: plt.close(fig)

@@ -13,7 +13,8 @@ def run_command(req: dict):
         os.environ.clear()
         os.environ.update(req['env'])
         os.chdir(req['cwd'])
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE): signal.signal(sig, signal.SIG_DFL)
+        for sig in (signal.SIGTERM, signal.SIGPIPE): signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)      # Ctrl-C: a KeyboardInterrupt, as in `python`
         devnull = os.open(os.devnull, os.O_RDONLY)
         out = os.open(req['out'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         err = os.open(req['err'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

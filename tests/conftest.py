@@ -103,7 +103,7 @@ def start_cli(*args, env=None, cwd=None):
 # Small, fast moons settings shared by the end-to-end tests.
 TINY_MOONS = ['--data', 'moons', '--no-progress', '--task.n_train', '2048', '--task.n_val', '256',
               '--data.batch_size', '128', '--run.log_every', '10', '--eval.every', '10', '--eval.sample_every', '20',
-              '--eval.n_samples', '500']
+              '--eval.n_samples', '500', '--eval.val_items', '256', '--schedule.warmup_steps', '10']
 
 @pytest.fixture
 def cli(): return run_cli

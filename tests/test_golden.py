@@ -1,9 +1,10 @@
 """Golden runs: the seed-0 records and weights of the digits default and of moons, recorded once, must stay
-bit-identical through every refactor (on the CPU kind that recorded them; within float noise on another).
+bit-identical through every refactor on any CPU of the kind that recorded them (the Fréchet distances within 1e-9:
+see `SQRTM_FIGURES`); within float noise on another kind.
 
 `python tests/test_golden.py --record [NAME ...]` re-records (say why in the commit: a deliberate change in
 the order of computation). The full defaults are `slow`; the short cases run in every `make test`."""
-import hashlib, json, os, sys
+import hashlib, json, math, os, sys
 from pathlib import Path
 import pytest
 
@@ -45,16 +46,37 @@ def observed(run: Path) -> dict:
     recs = [run_figures(json.loads(l)) for l in (run / 'metrics.jsonl').read_text().splitlines()]
     return {'records': recs, 'final': weights_digest(run / 'final'), 'best': weights_digest(run / 'best')}
 
-# The Fréchet distances are read on the features of a classifier the run trains on this CPU (`08_eval.gauge`): its
-# training amplifies another CPU's float noise, so on another platform they agree within 15% (AVX2 against the AVX512
-# records: FD 70.9 against 70.0, its floor 2.92 against 3.27), and everything else within float noise.
-GAUGE_FIGURES, GAUGE_RTOL = ('fd', 'fd_floor', 'fd_ratio'), 0.15
+# The figures read through a matrix square root (scipy's `sqrtm`, a Schur decomposition, in `frechet_distance`
+# of `07_eval.metrics` and `frechet_from_stats` of `08_eval.gauge`) and those derived from them: the Fréchet
+# distances, their floors and the ratio of the two. LAPACK picks its kernels by the CPU model, not only by its
+# vector ISA, so from bit-identical features another CPU of the recorded kind gives them within a few 1e-12
+# relative (FD 69.99699067657184 against 69.99699067655274, its floor 3.2672802374409002 against 3.2672802374527237),
+# not bit for bit. Weights, losses and every record drawn from the run's generators are compared exactly.
+SQRTM_FIGURES, SQRTM_RTOL = ('fd', 'fd_floor', 'fd_ratio', 'fd_encoder', 'fd_encoder_floor'), 1e-9
 
+def near(got, want) -> bool:
+    "Two values of a `SQRTM_FIGURES` field equal within `SQRTM_RTOL` (relative)."
+    if not (isinstance(want, float) and isinstance(got, float)): return got == want
+    return math.isclose(got, want, rel_tol=SQRTM_RTOL, abs_tol=0)
+
+def same(got, want) -> bool:
+    "Records bit-identical, but for the `SQRTM_FIGURES` fields: within `SQRTM_RTOL`."
+    if isinstance(want, dict):
+        return got.keys() == want.keys() and all(near(got[k], w) if k in SQRTM_FIGURES else same(got[k], w)
+                                                 for k, w in want.items())
+    if isinstance(want, list): return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want))
+    return got == want
+
+# On another torch build or vector ISA torch's own kernels differ, and so do the weights: the records are compared
+# within float noise, but for the `SQRTM_FIGURES`, which are only there and finite. They are read through a
+# classifier trained on the CPU that runs the test (`07_eval.metrics`, cached by CPU kind), another network there:
+# with torch, MKL and oneDNN held to AVX2 on the AVX512 machine that recorded them, FD 69.59 against 70.00 and its
+# floor 3.34 against 3.27; on an AVX2 machine 70.9 and 2.92.
 def close(a, b, rtol=1e-4, atol=1e-6) -> bool:
-    "Records equal up to float noise: what another CPU's kernels may change."
+    "Records equal up to float noise (the `SQRTM_FIGURES` aside): what another CPU kind's kernels may change."
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k], GAUGE_RTOL if k in GAUGE_FIGURES else rtol, atol)
-                                            for k in a)
+        return a.keys() == b.keys() and all(math.isfinite(a[k]) if k in SQRTM_FIGURES
+                                            else close(a[k], b[k], rtol, atol) for k in a)
     if isinstance(a, list): return len(a) == len(b) and all(close(x, y, rtol, atol) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, (int, float)): return abs(a - b) <= atol + rtol * abs(b)
     return a == b
@@ -64,8 +86,9 @@ def test_golden_run_is_unchanged(name, tmp_path, request):
     want = json.loads((GOLDEN / f'{name}.json').read_text())
     got = observed(request.getfixturevalue('digits_short_run')) if name == 'digits-short' else observe(name, tmp_path)
     if platform() == want['platform']:
-        for i, (g, w) in enumerate(zip(got['records'], want['records'])): assert g == w, (i, g, w)
-        assert got == {k: want[k] for k in got}
+        for i, (g, w) in enumerate(zip(got['records'], want['records'])): assert same(g, w), (i, g, w)
+        assert same(got['records'], want['records'])
+        assert (got['final'], got['best']) == (want['final'], want['best'])                  # every weight, bitwise
     else:       # another CPU kind or torch build: the same run within float noise (weights are not compared bitwise)
         assert close(got['records'], want['records']), (platform(), want['platform'])
 

@@ -89,12 +89,17 @@ def integrate(f, x0: torch.Tensor, nfe: int | None = None, solver: str = 'euler'
 
 # %% ../../nbs/11_flow.sampling.ipynb #aad67db3
 def check_budget(nfe: int, solver: str, guided: bool = False, what: str = 'eval.nfe'):
-    "Raise `ConfigError` where `nfe` evaluations buy no `solver` step (a guided step costs twice as many)."
+    """Raise `ConfigError` where `nfe` evaluations buy no `solver` step, or no whole number of them
+    (a guided step costs twice as many)."""
     evals = SOLVERS[solver][1] * (2 if guided else 1)
-    if nfe // evals >= 1: return
     how = ' with guidance (each velocity costs 2)' if guided else ''
-    raise ConfigError(f"{what} {nfe} is too small for one {solver} step{how}: it takes {evals} evaluations; "
-                      f"raise {what} to {evals} or more, or choose the euler solver.")
+    if nfe // evals < 1:
+        raise ConfigError(f"{what} {nfe} is too small for one {solver} step{how}: it takes {evals} evaluations; "
+                          f"raise {what} to {evals} or more, or choose the euler solver.")
+    if nfe % evals:
+        lo = nfe // evals * evals
+        raise ConfigError(f"{what} {nfe} is no whole number of {solver} steps{how}: each takes {evals} "
+                          f"evaluations, so {lo} would be spent; choose {lo} or {lo + evals}.")
 
 # %% ../../nbs/11_flow.sampling.ipynb #ca071736
 def cfg_combine(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float) -> torch.Tensor:

@@ -18,13 +18,13 @@ from .guards import writing
 from ..task import Task
 
 # %% auto #0
-__all__ = ['CARD', 'STRIP', 'HUB_LICENSES', 'COMPANIONS', 'RECTIFLOW_USE', 'strip_step', 'newest_strip', 'run_records',
-           'final_record', 'last_validation', 'gate_results', 'config_digest', 'data_fingerprint', 'CardFacts',
-           'read_run_info', 'card_facts', 'hub_license', 'tag', 'pipeline_tag', 'card_figures', 'companion_of',
-           'figure_rows', 'card_tags', 'card_results', 'card_data', 'data_words', 'intro_lines', 'quality_lines',
-           'strip_lines', 'gate_lines', 'data_lines', 'diffusers_class', 'one_step_lines', 'use_lines',
-           'training_lines', 'model_card', 'copy_atomic', 'write_card', 'ModelCards', 'export_source',
-           'check_export_dir', 'export_folder']
+__all__ = ['CARD', 'STRIP', 'HUB_LICENSES', 'HUB_LICENSE_IDS', 'COMPANIONS', 'RECTIFLOW_USE', 'strip_step', 'newest_strip',
+           'run_records', 'final_record', 'last_validation', 'gate_results', 'config_digest', 'data_fingerprint',
+           'CardFacts', 'read_run_info', 'card_facts', 'hub_license', 'tag', 'pipeline_tag', 'generator_tags',
+           'card_figures', 'companion_of', 'figure_rows', 'card_tags', 'card_results', 'card_data', 'data_words',
+           'intro_lines', 'quality_lines', 'strip_lines', 'gate_lines', 'data_lines', 'diffusers_class',
+           'one_step_lines', 'use_lines', 'training_lines', 'model_card', 'copy_atomic', 'write_card', 'ModelCards',
+           'export_source', 'check_export_dir', 'export_folder']
 
 # %% ../../nbs/27_run.cards.ipynb #342319c5
 CARD, STRIP = 'README.md', 'samples.png'        # the card and its sample strip, in the export
@@ -118,9 +118,23 @@ def card_facts(folder, which: str, run_dir=None, final: dict | None = None, name
 HUB_LICENSES = {'apache software license 2.0': 'apache-2.0', 'apache2': 'apache-2.0', 'mit license': 'mit',
                 'bsd license': 'bsd-3-clause'}                 # package metadata's words -> the Hub's identifiers
 
+# the Hub's license identifiers (its "Licenses" documentation page), the common ones
+HUB_LICENSE_IDS = ('apache-2.0', 'mit', 'openrail', 'openrail++', 'creativeml-openrail-m', 'bigscience-openrail-m',
+                   'bigcode-openrail-m', 'bsd', 'bsd-2-clause', 'bsd-3-clause', 'bsd-3-clause-clear', 'bsl-1.0',
+                   'cc', 'cc0-1.0', 'cc-by-2.0', 'cc-by-2.5', 'cc-by-3.0', 'cc-by-4.0', 'cc-by-sa-3.0',
+                   'cc-by-sa-4.0', 'cc-by-nc-2.0', 'cc-by-nc-3.0', 'cc-by-nc-4.0', 'cc-by-nd-4.0',
+                   'cc-by-nc-nd-3.0', 'cc-by-nc-nd-4.0', 'cc-by-nc-sa-2.0', 'cc-by-nc-sa-3.0', 'cc-by-nc-sa-4.0',
+                   'afl-3.0', 'artistic-2.0', 'ecl-2.0', 'epl-1.0', 'epl-2.0', 'eupl-1.1', 'eupl-1.2',
+                   'agpl-3.0', 'gfdl', 'gpl', 'gpl-2.0', 'gpl-3.0', 'lgpl', 'lgpl-2.1', 'lgpl-3.0', 'isc',
+                   'mpl-2.0', 'ms-pl', 'odc-by', 'odbl', 'osl-3.0', 'postgresql', 'ofl-1.1', 'ncsa',
+                   'unlicense', 'wtfpl', 'zlib', 'pddl', 'llama2', 'llama3', 'gemma', 'unknown', 'other')
+
 def hub_license(name: str | None = None) -> str:
-    "License `name` as given (a Hub identifier), else rectiflow's own as the Hub names it ('other' if unknown)."
-    if name: return name
+    "License `name` (one of the Hub's identifiers), else rectiflow's own as the Hub names it ('other' if unknown)."
+    if name:
+        if name in HUB_LICENSE_IDS: return name
+        raise ConfigError(f"Unknown license {name!r}: give one of the Hub's identifiers, such as apache-2.0, mit, "
+                          "cc-by-4.0, cc-by-nc-4.0, openrail, bsd-3-clause, gpl-3.0, or other.")
     try: own = importlib.metadata.metadata('rectiflow').get('License') or ''
     except importlib.metadata.PackageNotFoundError: own = ''
     return HUB_LICENSES.get(own.strip().lower(), 'other')
@@ -130,12 +144,21 @@ def tag(text: str) -> str:
     return re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')
 
 # %% ../../nbs/27_run.cards.ipynb #d7b64a41
+def _image_generator(task: Task) -> bool:
+    "Whether `task` generates images: the plain flow-matching objective on images or latents, no tag of its own."
+    plain = type(task).make_objective is Task.make_objective        # the plain flow-matching objective
+    return getattr(task, 'pipeline_tag', None) is None and plain and task.info.kind in ('image', 'latent')
+
 def pipeline_tag(task: Task) -> str | None:
-    "The Hub's pipeline tag of `task`'s models: its own `pipeline_tag`, else image generation for flow on images."
+    """The Hub's pipeline tag of `task`'s models: its own `pipeline_tag`, else unconditional image generation for
+    flow on images without classes; None where none of the Hub's tags fits (a class-conditional generator)."""
     own = getattr(task, 'pipeline_tag', None)
     if own is not None: return own or None
-    plain = type(task).make_objective is Task.make_objective        # the plain flow-matching objective
-    return 'unconditional-image-generation' if plain and task.info.kind in ('image', 'latent') else None
+    return 'unconditional-image-generation' if _image_generator(task) and not task.info.n_classes else None
+
+def generator_tags(task: Task) -> list[str]:
+    "The free tags that say what a class-conditional image generator is, where no pipeline tag can."
+    return ['image-generation', 'class-conditional'] if _image_generator(task) and task.info.n_classes else []
 
 # %% ../../nbs/27_run.cards.ipynb #050f5543
 COMPANIONS = (('_floor', 'floor'), ('_real', 'real data'), ('_ratio', 'ratio'))
@@ -185,7 +208,8 @@ def card_data(facts: CardFacts, task: Task, license: str | None = None) -> Model
            'status': (facts.final or {}).get('status'), 'data': facts.info['data']['name'],
            'data_fingerprint': facts.fingerprint, 'gates_passed': [g['name'] for g in gates if g['passed']],
            'gates_failed': [g['name'] for g in gates if not g['passed']]}
-    return ModelCardData(library_name='rectiflow', license=hub_license(license), tags=card_tags(facts),
+    return ModelCardData(library_name='rectiflow', license=hub_license(license),
+                         tags=list(dict.fromkeys(card_tags(facts) + generator_tags(task))),
                          pipeline_tag=pipeline, model_name=facts.name, eval_results=results or None,
                          rectiflow={k: v for k, v in own.items() if v is not None})
 
@@ -401,6 +425,7 @@ def export_folder(source, out, task: Task, run_dir=None, overwrite: bool = False
     "Copy the export `source` of `run_dir` to `out` with the run's config, the sample strip and a fresh card."
     source, out = check_export(source), Path(out)
     check_export_dir(out, source, overwrite)
+    hub_license(license)                                # a license the Hub does not know: refused before writing
     out, which = out.resolve(), 'best' if source.name == 'best' else 'final'
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f'.tmp_{out.name}')

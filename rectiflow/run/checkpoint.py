@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 from diffusers.training_utils import EMAModel
 from ..config import ConfigError, RunFileWarning, RETIRED_SECTIONS
 from .files import (load_pickle, read_part, json_object, check_manifest, Damaged, MANIFEST, is_run_dir,
-                                 read_json)
+                                 read_json, publish_folder)
 from .exports import load_exported_model, check_export
 
 # %% auto #0
@@ -114,7 +114,7 @@ def checkpoint_dirs(run_dir) -> list[Path]:
 def publish_checkpoint(tmp: Path, final: Path, keep_last: int):
     "Rename the finished temporary checkpoint `tmp` to `final` and delete all but the newest `keep_last`."
     if final.exists(): shutil.rmtree(final)
-    os.replace(tmp, final)
+    publish_folder(tmp, final)                          # on the disk before older checkpoints go
     for old in checkpoint_dirs(final.parent.parent)[:-keep_last]: shutil.rmtree(old, ignore_errors=True)
 
 # %% ../../nbs/17_run.checkpoint.ipynb #a4b037db
@@ -216,14 +216,15 @@ def evaluation_target(path) -> tuple[Path, Path]:
 
 # %% ../../nbs/17_run.checkpoint.ipynb #4eaf4918
 def restart_state(run_dir) -> dict:
-    """What a run killed before its first checkpoint recorded of itself (its config, the data fingerprint of
-    `run_info.json`), as `check_resumable` reads a checkpoint's state."""
+    """What a run killed before its first checkpoint recorded of itself (its config, where it was written, and from
+    `run_info.json` the data fingerprint and `--init-from`), as `check_resumable` reads a checkpoint's state."""
     run_dir = Path(run_dir)
     if not is_run_dir(run_dir):
         raise ConfigError(f"No checkpoint to resume in {run_dir}, and no run begun there; start a new run "
                           "or give a checkpoint path.")
     info = read_json(run_dir / 'run_info.json', 'run record') if (run_dir / 'run_info.json').exists() else {}
-    return {'config': read_json(run_dir / 'config.json', 'run config'), 'fingerprint': info.get('fingerprint')}
+    config = read_json(run_dir / 'config.json', 'run config') if (run_dir / 'config.json').exists() else None
+    return {'config': config, 'fingerprint': info.get('fingerprint'), 'init_from': info.get('init_from')}
 
 # %% ../../nbs/17_run.checkpoint.ipynb #e48539c7
 RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after',
@@ -232,7 +233,8 @@ RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_ma
                      'eval.every', 'eval.sample_every', 'eval.n_samples', 'eval.sampler_margin',
                      'checkpoint.save_every', 'checkpoint.keep_last', 'run.compile', 'run.compile_backend',
                      'run.gradient_checkpointing', 'run.peak_tflops',
-                     'lora.merge_export', 'eval.quality_every', 'eval.quality_samples', 'eval.fd_encoder'}
+                     'lora.merge_export', 'eval.quality_every', 'eval.quality_samples', 'eval.fd_encoder',
+                     'eval.solver', 'eval.nfe', 'eval.cfg_scale', 'eval.shift'}      # the sampler: 30_run.lifecycle
 
 # %% ../../nbs/17_run.checkpoint.ipynb #7f1eb2d1
 def config_differences(a: dict, b: dict) -> list[str]:

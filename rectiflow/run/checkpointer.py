@@ -174,10 +174,11 @@ def resume_target(resume, init_from, cfg, fingerprint: str | None, num_processes
     if not is_checkpoint(resume) and checkpoint_dirs(resume): resume = find_resume_checkpoint(resume)
     restart = not is_checkpoint(resume)
     state = restart_state(resume) if restart else read_checkpoint(check_checkpoint(resume), ())['state']
+    if state['config'] is None: state['config'] = config_to_dict(cfg)     # killed before it wrote its config
     check_resumable({'num_processes': num_processes, **state}, config_to_dict(cfg), fingerprint, num_processes,
                     defaults=config_to_dict(default_config_of(cfg)))
     if not restart: return resume, init_from, False
-    return None, init_from or read_json(Path(resume) / 'run_info.json').get('init_from'), True
+    return None, init_from or state['init_from'], True
 
 # %% ../../nbs/28_run.checkpointer.ipynb #0fd941cc
 def with_interval(tr, weights: dict, ema: dict) -> tuple[dict, dict]:

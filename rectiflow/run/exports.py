@@ -4,21 +4,25 @@
 
 # %% ../../nbs/16_run.exports.ipynb #98a92d3a
 from __future__ import annotations
-import importlib, json, os, shutil, warnings
+import importlib, importlib.machinery, json, os, shutil, sys, warnings
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 from diffusers import ModelMixin
 from ..config import ConfigError, RunFileWarning
 from ..layout import current_module
-from .files import write_json_atomic, write_manifest, read_part, json_object, check_manifest
+from .files import (MANIFEST, Damaged, write_json_atomic, write_manifest, read_part, json_object,
+                                 check_manifest, fsync_tree, fsync_dir)
 
 # %% auto #0
-__all__ = ['EXPORT_FORMAT', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info', 'check_export',
-           'load_exported_model']
+__all__ = ['EXPORT_FORMAT', 'EXPORT_VERSION', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
+           'check_export', 'trusting_code', 'import_code', 'load_exported_model']
 
 # %% ../../nbs/16_run.exports.ipynb #abe0ae0d
 EXPORT_FORMAT = 'rectiflow-export'
+EXPORT_VERSION = 2          # 2: a manifest is always written; 1: none before manifests existed (or one, later)
 
 def save_weights(model: torch.nn.Module, folder) -> str:
     "Save `model` into `folder`: diffusers' `save_pretrained`, else its state dict as `model.safetensors`; return how."
@@ -51,7 +55,7 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
         parts = model.diffusers_parts() if hasattr(model, 'diffusers_parts') else {}
         for part, m in parts.items(): m.save_pretrained(tmp / part)
         if parts and scheduler is not None: scheduler.save_pretrained(tmp / 'scheduler')
-        write_json_atomic(tmp / 'info.json', {'format': EXPORT_FORMAT, 'version': 1, 'model': how,
+        write_json_atomic(tmp / 'info.json', {'format': EXPORT_FORMAT, 'version': EXPORT_VERSION, 'model': how,
                                               'model_class': class_path(model), 'diffusers_parts': sorted(parts),
                                               **(info or {})})
         if before_publish is not None: before_publish(tmp)
@@ -61,8 +65,10 @@ def export_model(model: torch.nn.Module, run_dir, name: str = 'final', info: dic
         raise
     old = Path(run_dir) / f'.old_{name}'
     if old.exists(): shutil.rmtree(old)
+    fsync_tree(tmp)                            # on the disk before it replaces the export there
     if out.exists(): os.replace(out, old)      # aside: a reader loses the export for a rename, not a tree's deletion
     os.replace(tmp, out)
+    fsync_dir(run_dir)
     shutil.rmtree(old, ignore_errors=True)
     return out
 
@@ -83,30 +89,90 @@ def export_info(path) -> dict:
     return info
 
 def check_export(path) -> Path:
-    "The export at `path` if it is whole: its manifest holds (one written before manifests is read with a warning)."
+    "The export at `path` if it is whole: its manifest holds (one of version 1, maybe before manifests: a warning)."
     path = Path(path)
-    if not check_manifest(path):
-        warnings.warn(f"{path} was exported before exports had manifests: it is read unverified.", RunFileWarning)
-    export_info(path)
+    if check_manifest(path):
+        export_info(path)
+        return path
+    version = export_info(path).get('version', 1)
+    if not isinstance(version, int) or version >= EXPORT_VERSION: raise Damaged(path, MANIFEST, 'is missing')
+    warnings.warn(f"{path} was exported before exports had manifests: it is read unverified.", RunFileWarning)
     return path
 
+# %% ../../nbs/16_run.exports.ipynb #ee50b545
+_TRUSTED = ContextVar('rectiflow_trust_code', default=False)
+_ADDED = set()      # the folders `import_code` put on sys.path: not searched for a name read untrusted
+
+@contextmanager
+def trusting_code(trust: bool = True):
+    "Within it, code a run or export names may be imported from anywhere (`--trust-code`, `trust_code=True`)."
+    token = _TRUSTED.set(_TRUSTED.get() or bool(trust))
+    try: yield
+    finally: _TRUSTED.reset(token)
+
+# %% ../../nbs/16_run.exports.ipynb #e8e70ecb
+def _user_path() -> list[str]:
+    "`sys.path` as the user set it up: no working directory (unless on PYTHONPATH), nothing rectiflow added."
+    cwd = os.path.realpath(os.getcwd())
+    given = {os.path.realpath(p) for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p}
+    implicit = lambda p: p == '' or p in _ADDED or os.path.realpath(p) == cwd
+    return [p for p in sys.path if not implicit(p) or os.path.realpath(p or '.') in given]
+
+@contextmanager
+def _searching(paths: list[str]):
+    "`sys.path` is `paths` within it; what an import adds to it stays."
+    saved = sys.path[:]
+    sys.path[:] = paths
+    try: yield
+    finally: sys.path[:] = saved + [p for p in sys.path if p not in saved]
+
+def _found_in(module: str, folders) -> str | None:
+    "The file (or folder) of `module`'s top package in `folders`, if one holds it."
+    spec = importlib.machinery.PathFinder.find_spec(module.partition('.')[0], [str(f) for f in folders])
+    if spec is None: return None
+    return spec.origin if spec.has_location else next(iter(spec.submodule_search_locations), None)
+
+# %% ../../nbs/16_run.exports.ipynb #aff37494
+def import_code(module: str, spec: str, what: str, trust_code: bool = False, folders=()):
+    """The module `module` of the class `spec` (a `what`: task, callback, model) a file names: from where the user's
+    Python imports, or, trusted, also from the working directory and `folders` (put on `sys.path` for good)."""
+    if module in sys.modules: return sys.modules[module]
+    cwd = os.getcwd()
+    if trust_code or _TRUSTED.get():
+        for p in [cwd, *map(str, folders)]:
+            if p not in sys.path and not (p == cwd and '' in sys.path):
+                sys.path.append(p)
+                _ADDED.add(p)
+        return importlib.import_module(module)
+    with _searching(_user_path()):
+        try: return importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            where = _found_in(module, [cwd, *folders]) if e.name == module.partition('.')[0] else None
+            if where is None: raise
+    raise ConfigError(f"{what.capitalize()} class {spec} would be imported from {where}, which is not trusted: "
+                      "install its package, put it on PYTHONPATH, or pass --trust-code (trust_code=True) "
+                      "if you trust its source.")
+
 # %% ../../nbs/16_run.exports.ipynb #4d165785
-def _import_class(spec: str):
+def _model_class(spec: str, path: Path, trust_code: bool = False) -> type[ModelMixin]:
+    "The diffusers class `spec` the export at `path` names (`import_code`: from where code is trusted)."
     module, _, name = spec.partition(':')
-    obj = importlib.import_module(current_module(module, name))
+    obj = import_code(current_module(module, name), spec, 'model', trust_code, folders=[path])
     for part in name.split('.'): obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, ModelMixin)):
+        raise ConfigError(f"{path} names {spec} as its model's class, which is not a diffusers ModelMixin.")
     return obj
 
 # %% ../../nbs/16_run.exports.ipynb #70cf9484
-def load_exported_model(path, build=None) -> torch.nn.Module:
-    """The model exported at `path` (checked whole first), in eval mode: diffusers via its recorded class, else
-    `build()` with the weights."""
+def load_exported_model(path, build=None, trust_code: bool = False) -> torch.nn.Module:
+    """The model exported at `path` (checked whole first), in eval mode: diffusers via its recorded class (imported
+    from anywhere only with `trust_code`), else `build()` with the weights."""
     path = check_export(path)
     info = export_info(path)
     if info['model'] == 'lora':
         raise ConfigError(f"{path} holds LoRA adapters on a base model; load it with rectiflow.load_run.")
     if info['model'] == 'diffusers':
-        try: cls = _import_class(info['model_class'])
+        try: cls = _model_class(info['model_class'], path, trust_code)
         except (ImportError, AttributeError):
             if build is None: raise
         else: return read_part(path, 'model', lambda p: cls.from_pretrained(p).eval())

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/23_run.faults.ipynb #453d4b98
 from __future__ import annotations
-import os, time
+import os, signal, time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from ..config import ConfigError, ranged, check_ranges, _section_from_dict
@@ -12,7 +12,8 @@ from .callbacks import Callback
 from .guards import disk_full
 
 # %% auto #0
-__all__ = ['FAULTS_ENV', 'Faults', 'faults', 'injected', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull', 'fault_callbacks']
+__all__ = ['FAULTS_ENV', 'Faults', 'faults', 'injected', 'kill_point', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull',
+           'fault_callbacks']
 
 # %% ../../nbs/23_run.faults.ipynb #2e693494
 FAULTS_ENV = 'RECTIFLOW_FAULTS'
@@ -29,6 +30,7 @@ class Faults:
     fail_record_at: int = ranged(0, ge=0)      # >0: ... while writing the metrics record of this step
     # >0: the free disk space (bytes) the pre-flight space check believes, instead of measuring it
     free_bytes: float = ranged(0.0, ge=0)
+    kill_after: str = ''                       # a write of a run's start after which the process kills itself
 
 # %% ../../nbs/23_run.faults.ipynb #dfe2115f
 def faults() -> Faults:
@@ -48,6 +50,11 @@ def injected(**values):
     finally:
         if was is None: os.environ.pop(FAULTS_ENV, None)
         else: os.environ[FAULTS_ENV] = was
+
+# %% ../../nbs/23_run.faults.ipynb #e332dd34
+def kill_point(name: str):
+    "Where a start has written `name`: the process kills itself (SIGKILL) here if the `kill_after` fault names it."
+    if name and faults().kill_after == name: os.kill(os.getpid(), signal.SIGKILL)
 
 # %% ../../nbs/23_run.faults.ipynb #775f0fe1
 class PoisonLoss(Callback):

@@ -4,21 +4,45 @@
 
 # %% ../../nbs/15_run.files.ipynb #f7ed1f03
 from __future__ import annotations
-import codecs, hashlib, json, os, pickle, platform, re, shutil, subprocess, tempfile
+import codecs, errno, hashlib, json, os, pickle, platform, re, shutil, subprocess, tempfile
+from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 import torch
 from ..config import ConfigError
 
 # %% auto #0
-__all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'write_text_atomic', 'write_json_atomic',
-           'read_jsonl', 'json_object', 'read_json', 'file_sha256', 'file_entry', 'write_manifest', 'Damaged',
-           'check_manifest', 'update_manifest', 'load_pickle', 'read_part', 'is_run_dir', 'check_run_dir',
-           'prepare_run_dir', 'git_commit', 'library_versions']
+__all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'umask', 'fsync_dir', 'write_text_atomic',
+           'write_json_atomic', 'fsync_tree', 'publish_folder', 'written_beside', 'read_jsonl', 'json_object',
+           'read_json', 'file_sha256', 'file_entry', 'write_manifest', 'Damaged', 'check_manifest', 'update_manifest',
+           'load_pickle', 'read_part', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'format_bytes', 'free_space',
+           'reclaimable_bytes', 'WriteFailed', 'disk_full', 'as_write_error', 'writing', 'attempt', 'git_commit',
+           'library_versions']
 
 # %% ../../nbs/15_run.files.ipynb #c818db6f
+def umask() -> int:
+    "The process's file-creation mask (read from /proc where it can be, without changing it)."
+    try:
+        line = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('Umask:'))
+        return int(line.split()[1], 8)
+    except (OSError, StopIteration, ValueError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+# %% ../../nbs/15_run.files.ipynb #c478c132
+def fsync_dir(folder):
+    "Flush the entries of `folder` (renames, new files) to the disk; a no-op where the system cannot."
+    try: fd = os.open(folder, os.O_RDONLY)
+    except OSError: return
+    try: os.fsync(fd)
+    except OSError: pass
+    finally: os.close(fd)
+
+# %% ../../nbs/15_run.files.ipynb #dccb58a4
 def write_text_atomic(path, text: str):
-    "Write `text` to `path` so that readers see the old or the new file, never a torn one."
+    """Write `text` to `path` so that readers see the old or the new file, never a torn one; durable once it returns
+    (a failed write raises its `OSError` naming `path`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
@@ -26,16 +50,56 @@ def write_text_atomic(path, text: str):
         with os.fdopen(fd, 'w') as f:
             f.write(text)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~umask())
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and not e.filename: raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+    fsync_dir(path.parent)
 
 # %% ../../nbs/15_run.files.ipynb #ff5e5024
 def write_json_atomic(path, obj):
     "Write `obj` as indented JSON to `path`, atomically."
     write_text_atomic(path, json.dumps(obj, indent=2) + '\n')
+
+# %% ../../nbs/15_run.files.ipynb #3967242d
+def fsync_tree(folder):
+    "Flush every file under `folder`, its folders and `folder` itself to the disk."
+    folder = Path(folder)
+    for p in sorted(folder.rglob('*')):
+        if p.is_file() and not p.is_symlink():
+            with open(p, 'rb') as f: os.fsync(f.fileno())
+    for d in [*(p for p in folder.rglob('*') if p.is_dir() and not p.is_symlink()), folder]: fsync_dir(d)
+
+# %% ../../nbs/15_run.files.ipynb #707ac877
+def publish_folder(tmp, final):
+    "Rename the finished folder `tmp` to `final` (absent) once it is on the disk, and flush the rename."
+    fsync_tree(tmp)
+    os.replace(tmp, final)
+    fsync_dir(Path(final).parent)
+
+# %% ../../nbs/15_run.files.ipynb #0ae21d8a
+@contextmanager
+def written_beside(path):
+    "A text file to write `path`'s new content into, put in its place if the block ends well, else removed."
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.tmp')
+    f = open(tmp, 'w')
+    try:
+        yield f
+        f.flush()
+        os.fsync(f.fileno())
+        f.close()
+        os.replace(tmp, path)
+    except BaseException:
+        try: f.close()
+        except OSError: pass
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
 
 # %% ../../nbs/15_run.files.ipynb #a72f49e5
 def read_jsonl(path) -> list[dict]:
@@ -188,6 +252,72 @@ def prepare_run_dir(path, overwrite: bool = False) -> Path:
             if p.name not in KEPT: shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+# %% ../../nbs/15_run.files.ipynb #6a0d0012
+def format_bytes(n: float) -> str:
+    "`n` bytes for a reader: 512 B, 3.1 MB, 2.4 GB."
+    for unit in ('B', 'KB', 'MB', 'GB', 'TB'):
+        if abs(n) < 1024 or unit == 'TB': return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+        n /= 1024
+
+def free_space(path) -> int:
+    "Free bytes on the file system that holds `path` (or its nearest existing parent)."
+    p = Path(path).absolute()
+    while not p.exists(): p = p.parent
+    return shutil.disk_usage(p).free
+
+# %% ../../nbs/15_run.files.ipynb #85d76f07
+def reclaimable_bytes(run_dir) -> int:
+    "Bytes of the files of the run in `run_dir` that `--overwrite` deletes (its pre-run records and lock stay)."
+    d = Path(run_dir)
+    if not is_run_dir(d): return 0
+    tops = [p for p in d.iterdir() if p.name not in KEPT]
+    return sum(f.stat().st_size for p in tops for f in ([p] if p.is_file() else p.rglob('*')) if f.is_file())
+
+# %% ../../nbs/15_run.files.ipynb #6a0d0014
+class WriteFailed(Exception):
+    "An `OSError` while writing part of a run: what was being written, where, why, and the space left there."
+    def __init__(self, what: str, path, error: OSError):
+        self.what, self.path, self.error = what, Path(path), error
+        super().__init__(f"could not write {what} ({path}): {error.strerror or error}; "
+                         f"{format_bytes(free_space(path))} free there")
+
+def disk_full(path) -> OSError:
+    "The error a full disk raises when `path` is written (what the fault injections raise)."
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+# %% ../../nbs/15_run.files.ipynb #6a0d0014b
+def as_write_error(e: BaseException, path) -> OSError | None:
+    "`e` as the `OSError` of a failed write of `path`, if it is one (safetensors' and torch.save's own errors too)."
+    if isinstance(e, OSError): return e
+    text = str(e)
+    if type(e).__name__ == 'SafetensorError' and re.search(r'os error \d+', text):
+        code = int(re.search(r'os error (\d+)', text).group(1))
+        return OSError(code, os.strerror(code), str(path))
+    if isinstance(e, RuntimeError) and ('inline_container' in text or 'PytorchStreamWriter' in text):
+        code = errno.ENOSPC if free_space(path) < 2**20 else errno.EIO
+        return OSError(code, os.strerror(code), str(path))
+    return None
+
+# %% ../../nbs/15_run.files.ipynb #0999569e
+@contextmanager
+def writing(what: str, path):
+    "Turn a failed write in the block into a `WriteFailed` naming `what` at `path`."
+    try: yield
+    except WriteFailed: raise
+    except Exception as e:
+        error = as_write_error(e, path)
+        if error is None: raise
+        raise WriteFailed(what, path, error) from None
+
+def attempt(write, path) -> OSError | None:
+    "Run `write()`; the error of its failed write of `path`, if it failed (for a caller that must agree first)."
+    try: write()
+    except Exception as e:
+        error = as_write_error(e, path)
+        if error is None: raise
+        return error
+    return None
 
 # %% ../../nbs/15_run.files.ipynb #7dae385b
 def git_commit(cwd='.') -> str | None:

@@ -13,12 +13,12 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 from ..config import ConfigError
-from .files import KEPT, RUN_LOCK, is_run_dir, write_json_atomic
+from .files import (KEPT, RUN_LOCK, is_run_dir, write_json_atomic, format_bytes, free_space,
+                                 reclaimable_bytes, WriteFailed, disk_full, as_write_error, writing, attempt)
 
 # %% auto #0
-__all__ = ['MEMORY_FIELDS', 'holder_facts', 'read_holder', 'describe_holder', 'acquire', 'release', 'processes', 'main_decides',
-           'run_lock', 'format_bytes', 'free_space', 'reclaimable_bytes', 'WriteFailed', 'disk_full', 'as_write_error',
-           'writing', 'attempt', 'tensor_bytes', 'run_sizes', 'space_needed', 'check_space', 'memory_figures']
+__all__ = ['MEMORY_FIELDS', 'holder_facts', 'read_holder', 'describe_holder', 'acquire', 'release', 'remove_bare', 'processes',
+           'main_decides', 'run_lock', 'tensor_bytes', 'run_sizes', 'space_needed', 'check_space', 'memory_figures']
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d0006
 def holder_facts(command: str | None = None) -> dict:
@@ -38,7 +38,7 @@ def describe_holder(facts: dict | None) -> str:
     return f"pid {facts['pid']} on {facts['host']} (since {facts['started']}: {facts['command']})"
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d0009
-_HELD: dict[str, list] = {}         # the locks this process holds: real path -> [open lock file, depth]
+_HELD: dict[str, list] = {}         # held: real path -> [lock file, depth, folder, first folder it made]
 
 def _foreign(d: Path) -> bool:
     "Whether `d` holds things rectiflow did not write (no run, no shards, no lock of ours)."
@@ -57,29 +57,44 @@ def acquire(run_dir, command: str | None = None, what: str = 'run') -> str:
     if d.exists() and not d.is_dir(): raise ConfigError(f"Output path {d} is a file; choose a directory with --out.")
     if _foreign(d): raise ConfigError(f"Output directory {d} is not empty and holds no rectiflow {what}; "
                                       "choose another --out.")
+    made = next((p for p in [*reversed(d.absolute().parents), d.absolute()] if not p.exists()), None)
     try:
         d.mkdir(parents=True, exist_ok=True)
         fd = os.open(d / RUN_LOCK[0], os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
+        if e.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise WriteFailed('the lock', d / RUN_LOCK[0], e) from None
         raise ConfigError(f"Output directory {d} is not writable ({e.strerror}); choose another --out.") from None
     try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         raise ConfigError(f"{d} is being written by {describe_holder(read_holder(d))}; wait for it to end "
                           "(or stop it), or choose another --out.") from None
-    _HELD[key] = [fd, 1]
+    _HELD[key] = [fd, 1, d.absolute(), made]
     try: write_json_atomic(d / RUN_LOCK[1], holder_facts(command))
     except OSError: pass                  # a full disk: the lock holds all the same, only the note of who is missing
     return key
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d000b
 def release(key: str):
-    "Give back one hold of the lock `acquire` returned `key` for; the last one closes the file, which unlocks it."
+    """Give back one hold of the lock `acquire` returned `key` for; the last one closes the file, which unlocks it, and
+    takes away the folders the lock made if nothing else was written in them (a command refused after taking it)."""
     entry = _HELD[key]
     entry[1] -= 1
     if entry[1] == 0:
         del _HELD[key]
         os.close(entry[0])
+        if entry[3] is not None: remove_bare(entry[2], entry[3])
+
+# %% ../../nbs/20_run.guards.ipynb #decbebd1
+def remove_bare(d: Path, top: Path):
+    "Remove `d` and its parents up to `top` where they hold nothing but a lock and its note."
+    if not d.is_dir() or any(p.name not in RUN_LOCK for p in d.iterdir()): return
+    for name in RUN_LOCK: (d / name).unlink(missing_ok=True)
+    for p in [d, *d.parents]:
+        try: p.rmdir()
+        except OSError: return
+        if p == top: return
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d000d
 def processes() -> PartialState:
@@ -104,70 +119,6 @@ def run_lock(run_dir, command: str | None = None, what: str = 'run'):
     try: yield
     finally:
         for key in keys: release(key)
-
-# %% ../../nbs/20_run.guards.ipynb #6a0d0012
-def format_bytes(n: float) -> str:
-    "`n` bytes for a reader: 512 B, 3.1 MB, 2.4 GB."
-    for unit in ('B', 'KB', 'MB', 'GB', 'TB'):
-        if abs(n) < 1024 or unit == 'TB': return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
-        n /= 1024
-
-def free_space(path) -> int:
-    "Free bytes on the file system that holds `path` (or its nearest existing parent)."
-    p = Path(path).absolute()
-    while not p.exists(): p = p.parent
-    return shutil.disk_usage(p).free
-
-def reclaimable_bytes(run_dir) -> int:
-    "Bytes of the files of the run in `run_dir` that `--overwrite` deletes (its pre-run records and lock stay)."
-    d = Path(run_dir)
-    if not is_run_dir(d): return 0
-    tops = [p for p in d.iterdir() if p.name not in KEPT]
-    return sum(f.stat().st_size for p in tops for f in ([p] if p.is_file() else p.rglob('*')) if f.is_file())
-
-# %% ../../nbs/20_run.guards.ipynb #6a0d0014
-class WriteFailed(Exception):
-    "An `OSError` while writing part of a run: what was being written, where, why, and the space left there."
-    def __init__(self, what: str, path, error: OSError):
-        self.what, self.path, self.error = what, Path(path), error
-        super().__init__(f"could not write {what} ({path}): {error.strerror or error}; "
-                         f"{format_bytes(free_space(path))} free there")
-
-def disk_full(path) -> OSError:
-    "The error a full disk raises when `path` is written (what the fault injections raise)."
-    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-
-# %% ../../nbs/20_run.guards.ipynb #6a0d0014b
-def as_write_error(e: BaseException, path) -> OSError | None:
-    "`e` as the `OSError` of a failed write of `path`, if it is one (safetensors' and torch.save's own errors too)."
-    if isinstance(e, OSError): return e
-    text = str(e)
-    if type(e).__name__ == 'SafetensorError' and re.search(r'os error \d+', text):
-        code = int(re.search(r'os error (\d+)', text).group(1))
-        return OSError(code, os.strerror(code), str(path))
-    if isinstance(e, RuntimeError) and ('inline_container' in text or 'PytorchStreamWriter' in text):
-        code = errno.ENOSPC if free_space(path) < 2**20 else errno.EIO
-        return OSError(code, os.strerror(code), str(path))
-    return None
-
-@contextmanager
-def writing(what: str, path):
-    "Turn a failed write in the block into a `WriteFailed` naming `what` at `path`."
-    try: yield
-    except WriteFailed: raise
-    except Exception as e:
-        error = as_write_error(e, path)
-        if error is None: raise
-        raise WriteFailed(what, path, error) from None
-
-def attempt(write, path) -> OSError | None:
-    "Run `write()`; the error of its failed write of `path`, if it failed (for a caller that must agree first)."
-    try: write()
-    except Exception as e:
-        error = as_write_error(e, path)
-        if error is None: raise
-        return error
-    return None
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d0017
 def tensor_bytes(tensors) -> int:

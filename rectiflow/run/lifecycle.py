@@ -4,27 +4,29 @@
 
 # %% ../../nbs/30_run.lifecycle.ipynb #fe97fa02
 from __future__ import annotations
-import json, signal, threading, time
+import json, signal, threading, time, warnings
 from contextlib import suppress
 from pathlib import Path
 import torch
 from tqdm.auto import tqdm
-from ..config import save_config
+from ..config import config_to_dict, ConfigWarning
 from ..flow.models import n_params
 from .callbacks import Callback
+from .schedules import warmup_note
 from .files import (write_json_atomic, write_text_atomic, read_jsonl, prepare_run_dir, git_commit,
                                  library_versions)
-from .checkpoint import checkpoint_dirs
+from .checkpoint import checkpoint_dirs, read_checkpoint
 from .guards import (main_decides, writing, WriteFailed, run_sizes, space_needed, check_space, free_space,
                                   reclaimable_bytes, MEMORY_FIELDS)
 from .tracking import Tracker, make_tracker
 from .cards import ModelCards
-from .faults import faults, fault_callbacks
+from .faults import faults, fault_callbacks, kill_point
 
 # %% auto #0
-__all__ = ['MACHINE_FIELDS', 'truncate_metrics', 'RunLog', 'run_figures', 'run_facts', 'check_run_space', 'catch_signals',
-           'start_run', 'end_run', 'stop_requested', 'stop_run', 'abort_run', 'finish_run', 'ProgressOutput',
-           'Heartbeat', 'TrackerOutput', 'default_callbacks']
+__all__ = ['MACHINE_FIELDS', 'SAMPLER_FIELDS', 'truncate_metrics', 'RunLog', 'run_figures', 'run_facts', 'check_run_space',
+           'catch_signals', 'begin_run_dir', 'start_run', 'end_run', 'setting_notes', 'warn_settings',
+           'sampler_changes', 'record_sampler_changes', 'stop_requested', 'stop_run', 'abort_run', 'finish_run',
+           'ProgressOutput', 'Heartbeat', 'TrackerOutput', 'default_callbacks']
 
 # %% ../../nbs/30_run.lifecycle.ipynb #59f46706
 def truncate_metrics(path, step: int):
@@ -106,18 +108,31 @@ def catch_signals(tr) -> dict:
     def flag(signum, frame): tr.stop_signal = signum
     return {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}
 
+# %% ../../nbs/30_run.lifecycle.ipynb #306cc7e5
+def begin_run_dir(tr):
+    """A new run's directory, born whole: cleared where it replaces a run, then what a restart needs of the start
+    (`run_info.json`: the data's fingerprint, `--init-from`), then `config.json`, each written atomically."""
+    prepare_run_dir(tr.run_dir, tr.cfg.run.overwrite or tr.restart)
+    start = {'status': 'starting', 'task': tr.cfg.run.task, 'fingerprint': tr.fingerprint,
+             'init_from': str(tr.init_from) if tr.init_from else None}
+    for name, obj in (('run_info.json', start), ('config.json', config_to_dict(tr.cfg))):
+        with writing(name, tr.run_dir / name): write_json_atomic(tr.run_dir / name, obj)
+        kill_point(name)
+
+# %% ../../nbs/30_run.lifecycle.ipynb #6af96921
 def start_run(tr):
     "Room on the disk; a new run's directory and config, or a resumed run's log cut back; the callbacks; the signals."
     main_decides(lambda: check_run_space(tr))
-    if tr.is_main and tr.resume is None:
-        prepare_run_dir(tr.run_dir, tr.cfg.run.overwrite or tr.restart)
-        save_config(tr.cfg, tr.run_dir / 'config.json')
+    if tr.is_main and tr.resume is None: begin_run_dir(tr)
+    if tr.is_main: warn_settings(tr)
     tr.log.start(tr.step, resumed=tr.resume is not None)
     tr.callbacks('on_fit_start', tr)
     tr.accelerator.wait_for_everyone()
+    if tr.resume is not None: record_sampler_changes(tr)
     tr.log.run_info(run_facts(tr, 'running'))
     tr._handlers, tr._t_log, tr._items_log, tr._step_log = catch_signals(tr), time.time(), tr.items_done, tr.step
 
+# %% ../../nbs/30_run.lifecycle.ipynb #948cab6a
 def end_run(tr, end: dict | None, failure: BaseException | None = None):
     "Put the signal handlers back; after a failure, say so in run_info.json; tell the callbacks how it ended."
     for sig, h in tr._handlers.items(): signal.signal(sig, h)
@@ -125,6 +140,35 @@ def end_run(tr, end: dict | None, failure: BaseException | None = None):
     with suppress(WriteFailed, OSError):            # the first fault is the one to report, not its echo
         tr.log.run_info(run_facts(tr, 'failed', reason=f'{type(failure).__name__}: {failure}'))
     with suppress(WriteFailed, OSError): tr.callbacks('on_fit_end', tr, None)
+
+# %% ../../nbs/30_run.lifecycle.ipynb #ef25ac48
+def setting_notes(cfg, n_val: int) -> list[str]:
+    "What to say of settings that work, but not as they read: a warmup as long as the run, a subset past the set."
+    notes = [warmup_note(cfg)] if warmup_note(cfg) else []
+    if cfg.eval.val_items > n_val:
+        notes.append(f"eval.val_items {cfg.eval.val_items} is more than the {n_val} validation items; "
+                     f"all {n_val} are used.")
+    return notes
+
+def warn_settings(tr):
+    "Warn (`ConfigWarning`, one line each at the command line) of `setting_notes` as the run starts."
+    for note in setting_notes(tr.cfg, len(tr.val_ds)): warnings.warn(note, ConfigWarning)
+
+# %% ../../nbs/30_run.lifecycle.ipynb #fb24146a
+SAMPLER_FIELDS = ('solver', 'nfe', 'cfg_scale', 'shift')
+
+def sampler_changes(saved: dict, cfg) -> dict:
+    "The sampler settings `cfg` changes from the config dict `saved` (a checkpoint's): `{field: new}` and `was`."
+    was = saved.get('eval') or {}
+    changed = [k for k in SAMPLER_FIELDS if k in was and was[k] != getattr(cfg.eval, k)]
+    if not changed: return {}
+    return {**{k: getattr(cfg.eval, k) for k in changed}, 'was': {k: was[k] for k in changed}}
+
+# %% ../../nbs/30_run.lifecycle.ipynb #bdf6d3f1
+def record_sampler_changes(tr):
+    "A `sampler` record where a resume changed the run's sampler (rank 0 reads the checkpoint's config)."
+    changes = sampler_changes(read_checkpoint(tr.resume, ())['state']['config'], tr.cfg) if tr.is_main else {}
+    if changes: tr.record({'kind': 'sampler', **changes})
 
 # %% ../../nbs/30_run.lifecycle.ipynb #a56a9b1a
 def stop_requested(tr) -> bool:

@@ -12,7 +12,7 @@ from ..config import Config, ScheduleConfig, ConfigError
 
 # %% auto #0
 __all__ = ['warmup_factor', 'constant_lr', 'warmup_cosine_lr', 'exponential_ramp_lr', 'schedule_lr', 'make_scheduler', 'worse_by',
-           'EvalRules']
+           'EvalRules', 'warmup_note']
 
 # %% ../../nbs/18_run.schedules.ipynb #94c8663c
 def warmup_factor(step: int, warmup: int) -> float:
@@ -127,3 +127,11 @@ def load_state_dict(rules: EvalRules, state: dict) -> EvalRules:
     "Restore the state saved by `state_dict`."
     for k in _STATE: setattr(rules, k, state[k])
     return rules
+
+# %% ../../nbs/18_run.schedules.ipynb #f44e4e80
+def warmup_note(cfg) -> str | None:
+    "What to say of a warmup that does not end within the run: its LR never reaches `optim.lr` (None where it does)."
+    w, steps = cfg.schedule.warmup_steps, cfg.run.steps
+    if w < steps: return None
+    return (f"schedule.warmup_steps {w} is not shorter than run.steps {steps}: the LR never reaches "
+            f"optim.lr {cfg.optim.lr:g}; lower the warmup for a run this short.")

@@ -4,8 +4,10 @@
 
 # %% ../../nbs/21_run.throughput.ipynb #6e0d0003
 from __future__ import annotations
-import functools, os
+import functools, os, time
+from pathlib import Path
 from fastcore.basics import patch
+import psutil
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -13,9 +15,9 @@ from ..config import COMPILE_MODES, ConfigError, RunConfig
 from .callbacks import Callback
 
 # %% auto #0
-__all__ = ['DENSE_BF16_TFLOPS', 'SMALL_STEP_FLOPS', 'repeated_blocks', 'compile_model', 'compiled_graphs',
+__all__ = ['DENSE_BF16_TFLOPS', 'SMALL_STEP_FLOPS', 'SPARE_CORES', 'repeated_blocks', 'compile_model', 'compiled_graphs',
            'enable_gradient_checkpointing', 'peak_tflops', 'forward_flops', 'throughput_figures', 'step_flops',
-           'choose_threads', 'Throughput']
+           'cgroup_cpus', 'cpu_snapshot', 'others_use', 'cpu_room', 'choose_threads', 'Throughput']
 
 # %% ../../nbs/21_run.throughput.ipynb #6e0d0006
 def repeated_blocks(model: nn.Module) -> list[nn.Module]:
@@ -92,20 +94,66 @@ def throughput_figures(flops_per_item: float | None, items_per_s: float, peak: f
     return {'tflops': tflops, 'mfu': tflops / peak if peak else None}
 
 # %% ../../nbs/21_run.throughput.ipynb #273c8b06
-SMALL_STEP_FLOPS = 1e9       # training FLOPs per step below which one CPU thread is faster (benchmarks/threads.py)
+SMALL_STEP_FLOPS = 5e7       # training FLOPs a step below which a second thread gains nothing (benchmarks/threads.py)
 
 def step_flops(model: nn.Module, batch_size: int) -> float:
     "About the training FLOPs of one step: 6 per parameter and item (forward 2, backward 4)."
     return 6.0 * sum(p.numel() for p in model.parameters()) * batch_size
 
+# %% ../../nbs/21_run.throughput.ipynb #4666e488
+def _quota(path: Path) -> float | None:
+    try: quota, period = path.read_text().split()
+    except (OSError, ValueError): return None
+    return None if quota == 'max' else int(quota) / int(period)
+
+def cgroup_cpus(root='/sys/fs/cgroup', cgroups='/proc/self/cgroup') -> float | None:
+    "The CPUs the cgroup v2 quotas (`cpu.max`) of this process's cgroup and its parents allow; None: none."
+    try: own = next(l[3:] for l in Path(cgroups).read_text().splitlines() if l.startswith('0::'))
+    except (OSError, StopIteration): own = '/'
+    parts = [p for p in own.strip().split('/') if p]
+    quotas = [_quota(Path(root, *parts[:i], 'cpu.max')) for i in range(len(parts) + 1)]
+    return min((q for q in quotas if q), default=None)
+
+def _busy_seconds(t) -> float:
+    "Seconds a CPU worked (on Linux the guest times are inside the user times already)."
+    idle = t.idle + getattr(t, 'iowait', 0.0)
+    return sum(t) - idle - getattr(t, 'guest', 0.0) - getattr(t, 'guest_nice', 0.0)
+
+def cpu_snapshot() -> tuple:
+    "(wall seconds, the kernel's per-CPU times, this process's CPU seconds, all its threads) now."
+    return time.perf_counter(), psutil.cpu_times(percpu=True), sum(psutil.Process().cpu_times()[:2])
+
+def others_use(before: tuple, after: tuple, cpus: list[int]) -> float:
+    "Cores' worth of CPUs `cpus` that other processes kept busy between two `cpu_snapshot`s."
+    (w0, t0, own0), (w1, t1, own1) = before, after
+    n = min(len(t0), len(t1))
+    ids = [i for i in cpus if i < n] or range(n)
+    busy = sum(_busy_seconds(t1[i]) - _busy_seconds(t0[i]) for i in ids) - (own1 - own0)
+    return max(0.0, busy / (w1 - w0))
+
+def cpu_room(interval: float = 0.05) -> tuple[int, float | None, float]:
+    "(CPUs this process may use, its cgroup's CPU quota or None, cores' worth of them busy with other work)."
+    affinity = getattr(os, 'sched_getaffinity', None)                      # not on macOS: every CPU
+    cpus = sorted(affinity(0)) if affinity else list(range(os.cpu_count() or 1))
+    before = cpu_snapshot()
+    time.sleep(interval)
+    return len(cpus), cgroup_cpus(), others_use(before, cpu_snapshot(), cpus)
+
 # %% ../../nbs/21_run.throughput.ipynb #cff5781d
-def choose_threads(setting: str, flops: float, cores: int | None = None, env=None) -> tuple[int | None, str]:
-    "The CPU threads for a run (None: torch's own) and why: `run.threads`, else OMP_NUM_THREADS, else by `flops`."
+SPARE_CORES = 0.25      # others' use forgiven as background (a shell, a daemon) before a core counts as taken
+
+def choose_threads(setting: str, flops: float, room: tuple | None = None, env=None) -> tuple[int | None, str]:
+    "A run's CPU threads (None: torch's own) and why: `run.threads`, else OMP_NUM_THREADS, else `flops` and `room`."
     env = os.environ if env is None else env
     if setting != 'auto': return int(setting), 'run.threads'
     if env.get('OMP_NUM_THREADS'): return None, 'OMP_NUM_THREADS'
-    if flops < SMALL_STEP_FLOPS: return 1, f'auto: a small step ({flops:.2g} FLOPs)'
-    return cores or os.cpu_count() or 1, f'auto: a large step ({flops:.2g} FLOPs)'
+    size = f'{flops / 1e9:.2g} GFLOPs a step'
+    if flops < SMALL_STEP_FLOPS: return 1, f'auto: a small step, {size}'
+    cpus, quota, busy = cpu_room() if room is None else room       # (CPUs, cgroup quota, busy elsewhere)
+    usable = cpus if quota is None else min(cpus, quota)
+    # rounded down: a thread that waits for a core costs more than a core left idle (benchmarks/threads.py)
+    free = max(1, min(cpus, int(min(usable, cpus - busy) + SPARE_CORES)))
+    return free, f'auto: {free} of {usable:g} cores free ({busy:.1f} busy with other work), {size}'
 
 # %% ../../nbs/21_run.throughput.ipynb #db64d399
 class Throughput(Callback):

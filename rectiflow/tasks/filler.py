@@ -256,6 +256,7 @@ class FillerTask(Task):
     "Fill a lost band from the visible ones: strips, display PSNR (per band, then averaged) and its untrained floor."
     config = FillerConfig
     model_options = ('channels', 'layers')
+    validation_figures = ('psnr', *(f'psnr_{b.name}' for b in BANDS))    # display PSNR: mean, per band
     per_band = 2                    # held-out items per lost band in a strip
 
     @classmethod
@@ -267,7 +268,7 @@ class FillerTask(Task):
         c.optim.lr, c.optim.weight_decay = 8e-3, 0.0            # the `lr` gate's suggestion for this task
         c.schedule = ScheduleConfig(kind='cosine', warmup_steps=50, min_lr=1e-5)
         c.ema.decay = 0.995
-        c.eval.every, c.eval.sample_every, c.eval.val_items = 200, 500, 1000   # >= the 360 val scenes: all of them
+        c.eval.every, c.eval.sample_every, c.eval.val_items = 200, 500, 360   # the 360 val scenes: all of them
         c.eval.metric, c.eval.mode = 'psnr', 'max'
         c.checkpoint.save_every = 500
         return c

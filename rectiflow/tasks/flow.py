@@ -77,6 +77,7 @@ class FlowTask(Task):
             raise ConfigError(f"Unknown dataset {data!r}; {data_choices()}.")
         c = Config(task=FlowTaskConfig(data=str(data)))
         if data not in DATASETS: c.eval.quality_every = 400    # your data: every second evaluation judges samples
+        if data == 'digits': c.eval.val_items = 360            # the held-out digits, all of them
         return _toy_preset(c) if data in TOY_2D else c
 
     @classmethod

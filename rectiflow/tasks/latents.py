@@ -94,6 +94,7 @@ class VAETask(Task):
     "A small `AutoencoderKL` on the digits: reconstruction strips, PSNR in every validation, recon figures at the end."
     config = VAEConfig
     model_options = ('channels', 'layers', 'latent_channels')
+    validation_figures = ('psnr',)           # what its validation reports (13_task)
     per_class = 2                   # held-out digits per class in a strip
 
     @classmethod
@@ -104,7 +105,7 @@ class VAETask(Task):
         c.data.batch_size = 64
         c.optim.lr = 3e-3
         c.schedule.warmup_steps = 20
-        c.eval.every, c.eval.sample_every, c.eval.val_items = 100, 100, 512   # >= the 360 val digits: all of them
+        c.eval.every, c.eval.sample_every, c.eval.val_items = 100, 100, 360   # the 360 val digits: all of them
         c.eval.metric, c.eval.mode = 'psnr', 'max'
         c.checkpoint.save_every = 100
         return c

@@ -373,6 +373,7 @@ class LinesTask(Task):
     config = LinesConfig
     model_options = ('width', 'layers', 'heads')
     quality_metric = 'cer'
+    validation_figures = ('cer', 'gap', 'style_corr')    # what its validation reports (13_task)
     n_val_lines = 64                # lines of the validation batch that every validation record reads
 
     @classmethod

@@ -110,6 +110,7 @@ class ReflowConfig(FlowConfig):
 class ReflowTask(Task):
     "2-rectified flow: a student, initialised from a teacher run, trained on couplings of the teacher's EMA."
     config = ReflowConfig
+    validation_figures = ('straightness',)            # what its validation reports (13_task)
 
     @classmethod
     def preset(cls, data: str | None = None) -> Config:

@@ -13,10 +13,10 @@ from ..config import Config, ConfigError, config_from_dict, read_config_dict
 from ..layout import current_module
 
 # %% auto #0
-__all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'register_task', 'task_names', 'import_class', 'import_task',
-           'task_name', 'task_spec', 'resolve_task', 'preset', 'config_task', 'parse_config', 'load_config', 'validate',
-           'make_task', 'resolve_callbacks', 'train', 'task_trainer', 'Checkpoint', 'load_checkpoint',
-           'evaluate_checkpoint', 'LoadedRun', 'load_run']
+__all__ = ['BUILTIN_TASKS', 'DEFAULT_TASK', 'ENTRY_POINT_GROUP', 'SAMPLE_BYTES', 'register_task', 'task_names', 'import_class',
+           'import_task', 'task_name', 'task_spec', 'resolve_task', 'preset', 'config_task', 'parse_config',
+           'load_config', 'validate', 'make_task', 'resolve_callbacks', 'train', 'task_trainer', 'Checkpoint',
+           'load_checkpoint', 'evaluate_checkpoint', 'check_sample_count', 'LoadedRun', 'load_run']
 
 # %% ../../nbs/37_tasks.registry.ipynb #f0a446b7
 BUILTIN_TASKS = {'flow': 'rectiflow.tasks.flow:FlowTask', 'vae': 'rectiflow.tasks.latents:VAETask',
@@ -47,19 +47,29 @@ def task_names() -> list[str]:
                                *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))]))
 
 # %% ../../nbs/37_tasks.registry.ipynb #292803fc
-def import_class(spec: str, base: type, what: str) -> type:
-    "The subclass of `base` at `spec` (`package.module:Name`); `what` names it in errors ('task', 'callback')."
+def _import_module(module: str, spec: str, what: str, read_from=None, trust_code: bool = False):
+    "The module of `spec`: one the user named as Python would, one read from the folders `read_from` if trusted."
+    if module in sys.modules: return sys.modules[module]          # loaded already: it runs nothing new
+    if read_from is None:
+        if os.getcwd() not in sys.path and '' not in sys.path: sys.path.append(os.getcwd())
+        return importlib.import_module(module)
+    from rectiflow.run.exports import import_code
+    return import_code(module, spec, what, trust_code, read_from)
+
+def import_class(spec: str, base: type, what: str, read_from=None, trust_code: bool = False) -> type:
+    """The subclass of `base` at `spec` (`package.module:Name`); `what` names it in errors ('task', 'callback');
+    `read_from`: the folders of the run or export that named it, which only `trust_code` lets serve code."""
     module, _, attr = spec.partition(':')
     if not module or not attr:
         raise ConfigError(f"{what.capitalize()} path {spec!r} must look like package.module:Name.")
-    if os.getcwd() not in sys.path and '' not in sys.path: sys.path.append(os.getcwd())
-    try: m = importlib.import_module(current_module(module, attr))
+    hint = ' (or run from the folder that holds it)' if read_from is None else ''
+    try: m = _import_module(current_module(module, attr), spec, what, read_from, trust_code)
     except ModuleNotFoundError as e:
         if e.name and (module == e.name or module.startswith(e.name + '.')):
             raise ConfigError(f"{what.capitalize()} module {module!r} not found (from {spec}); "
-                              "install its package, put it on PYTHONPATH, "
-                              "or run from the folder that holds it.") from None
+                              f"install its package or put it on PYTHONPATH{hint}.") from None
         raise ConfigError(f"Importing {what} module {module!r} failed (from {spec}): {e}.") from None
+    except ConfigError: raise
     except Exception as e:
         raise ConfigError(f"Importing {what} module {module!r} failed (from {spec}): "
                           f"{type(e).__name__}: {e}.") from None
@@ -74,10 +84,10 @@ def import_class(spec: str, base: type, what: str) -> type:
     return obj
 
 # %% ../../nbs/37_tasks.registry.ipynb #c8262887
-def import_task(spec: str) -> type[Task]:
-    "The `Task` subclass at import path `spec` (`package.module:Name`)."
+def import_task(spec: str, read_from=None, trust_code: bool = False) -> type[Task]:
+    "The `Task` subclass at import path `spec` (`package.module:Name`; `read_from`, `trust_code`: `import_class`)."
     from rectiflow.task import Task
-    return import_class(spec, Task, 'task')
+    return import_class(spec, Task, 'task', read_from, trust_code)
 
 # %% ../../nbs/37_tasks.registry.ipynb #cc54a8c5
 def task_name(cfg: Config) -> str:
@@ -94,10 +104,11 @@ def task_spec(name: str):
                           "or give an import path package.module:Name.")
     return spec
 
-def resolve_task(name: str) -> type[Task]:
-    "The `Task` subclass `name` stands for: a registered, built-in or entry-point name, or an import path."
+def resolve_task(name: str, read_from=None, trust_code: bool = False) -> type[Task]:
+    """The `Task` subclass `name` stands for: a registered, built-in or entry-point name, or an import path (read from
+    the folders `read_from`: imported as `import_class` says)."""
     spec = task_spec(name)
-    return spec if isinstance(spec, type) else import_task(spec)
+    return spec if isinstance(spec, type) else import_task(spec, read_from, trust_code)
 
 # %% ../../nbs/37_tasks.registry.ipynb #8b1d8a9d
 def preset(task: str | None = None, data: str | None = None) -> Config:
@@ -113,14 +124,16 @@ def config_task(d: dict) -> str:
     run = d.get('run') if isinstance(d, dict) else None
     return run.get('task', '') if isinstance(run, dict) else ''
 
-def parse_config(d: dict) -> Config:
-    "A `Config` from a nested dict (config.json): read `run.task`, import that task, parse its section strictly."
-    return config_from_dict(d, resolve_task(config_task(d)).config)
+def parse_config(d: dict, read_from=None, trust_code: bool = False) -> Config:
+    """A `Config` from a nested dict (config.json): read `run.task`, import that task, parse its section strictly;
+    `read_from`: the folders of the run or export it was read from (its task imported only from trusted places)."""
+    return config_from_dict(d, resolve_task(config_task(d), read_from, trust_code).config)
 
 # %% ../../nbs/37_tasks.registry.ipynb #2998e31d
-def load_config(path) -> Config:
-    "Read a run's `Config` from a JSON or YAML file, its task section parsed by its task."
-    return parse_config(read_config_dict(path))
+def load_config(path, trust_code: bool = False) -> Config:
+    """Read a run's `Config` from a JSON or YAML file, its task section parsed by its task (imported from the file's
+    folder or the working directory only with `trust_code`)."""
+    return parse_config(read_config_dict(path), [Path(path).parent], trust_code)
 
 # %% ../../nbs/37_tasks.registry.ipynb #e7f4e0d0
 def validate(cfg: Config) -> Config:
@@ -133,20 +146,29 @@ def make_task(cfg: Config, info: DataInfo | None = None) -> Task:
     return resolve_task(task_name(cfg)).create(validate(cfg), info)
 
 # %% ../../nbs/37_tasks.registry.ipynb #3c51d5d7
-def resolve_callbacks(specs: str) -> list[Callback]:
-    "A new instance of each callback class at the comma-separated import paths `specs` (`run.callbacks`)."
+def resolve_callbacks(specs: str, read_from=None, trust_code: bool = False) -> list[Callback]:
+    """A new instance of each callback class at the comma-separated import paths `specs` (`run.callbacks`; read from
+    the folders `read_from`: imported as `import_class` says)."""
     from rectiflow.run.callbacks import Callback
-    return [import_class(s.strip(), Callback, 'callback')() for s in specs.split(',') if s.strip()]
+    return [import_class(s.strip(), Callback, 'callback', read_from, trust_code)()
+            for s in specs.split(',') if s.strip()]
 
 # %% ../../nbs/37_tasks.registry.ipynb #1545434e
-def train(cfg: Config, progress: bool = True, resume=None, init_from=None, callbacks=()) -> dict:
-    "Train `cfg`'s task with `run.callbacks` and `callbacks`, resuming `resume` or starting from `init_from`'s weights."
+def train(cfg: Config, progress: bool = True, resume=None, init_from=None, callbacks=(),
+          trust_code: bool = False) -> dict:
+    """Train `cfg`'s task with `run.callbacks` and `callbacks`, resuming `resume` or starting from `init_from`'s
+    weights; code a resumed run's config or `init_from`'s export names is imported from anywhere only with
+    `trust_code`."""
     from rectiflow.run.trainer import Trainer, profile_steps
-    cbs = [*resolve_callbacks(cfg.run.callbacks), *callbacks]
-    tr = Trainer(cfg, make_task(cfg), progress=progress, resume=resume, init_from=init_from, callbacks=cbs)
-    if cfg.run.profile_steps:
-        return {'kind': 'profile', 'steps': cfg.run.profile_steps, 'dir': str(profile_steps(tr, cfg.run.profile_steps))}
-    return tr.fit()
+    from rectiflow.run.exports import trusting_code
+    read_from = None if resume is None else [Path(cfg.run.out)]        # a resumed run's callbacks are its config's
+    with trusting_code(trust_code):
+        cbs = [*resolve_callbacks(cfg.run.callbacks, read_from), *callbacks]
+        tr = Trainer(cfg, make_task(cfg), progress=progress, resume=resume, init_from=init_from, callbacks=cbs)
+        if cfg.run.profile_steps:
+            return {'kind': 'profile', 'steps': cfg.run.profile_steps,
+                    'dir': str(profile_steps(tr, cfg.run.profile_steps))}
+        return tr.fit()
 
 # %% ../../nbs/37_tasks.registry.ipynb #0a5d7bf2
 def task_trainer(cfg: Config, datasets=None, model=None, objective=None, **kw) -> Trainer:
@@ -173,23 +195,27 @@ class Checkpoint:
     task: Task
     models: dict            # {'raw', 'ema'} from a step checkpoint, {'ema'} from an export
 
-def load_checkpoint(path) -> Checkpoint:
-    "The checkpoint, export or run (its best/) at `path` with its task rebuilt from the run's config."
+def load_checkpoint(path, trust_code: bool = False) -> Checkpoint:
+    """The checkpoint, export or run (its best/) at `path` with its task rebuilt from the run's config; the code it
+    names is imported from its folders or the working directory only with `trust_code` (`import_class`)."""
     from rectiflow.run.checkpoint import evaluation_target
+    from rectiflow.run.exports import trusting_code
     from rectiflow.run.lora import saved_models
-    ckpt, run_dir = evaluation_target(path)
-    saved = _saved(ckpt)
-    cfg = (load_config(run_dir / 'config.json') if (run_dir / 'config.json').is_file()
-           else parse_config(saved['config']))
-    task = make_task(cfg)
-    task.load_state_dict(saved.get('task_state', {}))
-    return Checkpoint(ckpt, run_dir, saved, cfg, task, saved_models(ckpt, task.make_model()))
+    with trusting_code(trust_code):
+        ckpt, run_dir = evaluation_target(path)
+        saved = _saved(ckpt)
+        config = run_dir / 'config.json'
+        cfg = parse_config(read_config_dict(config) if config.is_file() else saved['config'], [ckpt, run_dir])
+        task = make_task(cfg)
+        task.load_state_dict(saved.get('task_state', {}))
+        return Checkpoint(ckpt, run_dir, saved, cfg, task, saved_models(ckpt, task.make_model()))
 
-def evaluate_checkpoint(path, quality: bool = False) -> dict:
-    "Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures)."
+def evaluate_checkpoint(path, quality: bool = False, trust_code: bool = False) -> dict:
+    """Score the checkpoint at `path` on its run's validation subset (and, with `quality`, the task's quality figures);
+    `trust_code`: as `load_checkpoint`."""
     from rectiflow.data.batches import fixed_subset
     from rectiflow.run.evaluation import evaluation_record, quality_figures, quality_passes, validation_seed
-    c = load_checkpoint(path)
+    c = load_checkpoint(path, trust_code)
     batch = fixed_subset(c.task.val_ds, c.cfg.eval.val_items, c.task.collate)
     rec = {'checkpoint': str(c.path), 'step': c.saved.get('step')}
     rec.update(evaluation_record(c.task, c.task.make_objective(), batch, validation_seed(c.cfg), c.models.get('raw'),
@@ -200,6 +226,20 @@ def evaluate_checkpoint(path, quality: bool = False) -> dict:
     return rec
 
 # %% ../../nbs/37_tasks.registry.ipynb #f0f9d491
+SAMPLE_BYTES = 2**30        # the float32 samples one call may hold: a count past it is a slip of the keyboard
+
+def check_sample_count(n: int | None, shape: tuple):
+    "Raise `ConfigError` where `n` float32 samples of item `shape` exceed `SAMPLE_BYTES` (None: the task's default)."
+    import math
+    if n is None: return
+    per = 4 * math.prod(shape)
+    most = SAMPLE_BYTES // per
+    if n <= most: return
+    raise ConfigError(f"{n} samples of shape {tuple(shape)} would take {n * per / 2**30:.3g} GiB; one call holds "
+                      f"at most {most} ({SAMPLE_BYTES // 2**30} GiB of samples): ask for fewer, or sample again "
+                      "with another seed.")
+
+# %% ../../nbs/37_tasks.registry.ipynb #6950af26
 @dataclass
 class LoadedRun:
     "A finished run's EMA model with its task: `sample` draws seeded samples, `figure` shows them."
@@ -210,7 +250,8 @@ class LoadedRun:
     def cfg(self) -> Config: return self.task.cfg
 
     def batch(self, n: int | None = None, cond=None) -> dict:
-        "What `n` samples (or one per label of `cond`) are drawn for."
+        "What `n` samples (or one per label of `cond`) are drawn for; more than `SAMPLE_BYTES` hold are refused."
+        check_sample_count(n if cond is None else len(cond), self.task.info.shape)
         return self.task.sample_batch(n, cond)
 
     def sample(self, n: int | None = None, cond=None, seed: int = 0, solver: str | None = None, nfe: int | None = None,
@@ -227,16 +268,18 @@ class LoadedRun:
         return fig
 
 # %% ../../nbs/37_tasks.registry.ipynb #f06443d2
-def load_run(path, device='cpu') -> LoadedRun:
-    "A finished run (its `final/`) or any export at `path`, loaded for sampling."
+def load_run(path, device='cpu', trust_code: bool = False) -> LoadedRun:
+    """A finished run (its `final/`) or any export at `path`, loaded for sampling; the code it names is imported from
+    its folders or the working directory only with `trust_code` (`import_class`)."""
     from rectiflow.data.batches import DataInfo
-    from rectiflow.run.exports import export_info, check_export
+    from rectiflow.run.exports import export_info, check_export, trusting_code
     from rectiflow.run.lora import exported_model
     path = Path(path)
     export = path if (path / 'info.json').is_file() else path / 'final'
     if not (export / 'info.json').is_file():
         raise ConfigError(f"{path} holds no exported model (final/); did the run finish?")
-    info = export_info(check_export(export))
-    task = make_task(parse_config(info['config']), DataInfo.from_dict(info['data']))
-    task.load_state_dict(info.get('task_state', {}))
-    return LoadedRun(task, exported_model(export, build=task.make_model).to(device))
+    with trusting_code(trust_code):
+        info = export_info(check_export(export))
+        task = make_task(parse_config(info['config'], [export, path]), DataInfo.from_dict(info['data']))
+        task.load_state_dict(info.get('task_state', {}))
+        return LoadedRun(task, exported_model(export, build=task.make_model).to(device))

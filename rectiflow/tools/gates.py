@@ -18,7 +18,8 @@ from ..run.guards import run_lock
 from ..eval.metrics import reference_classifier
 from ..run.trainer import Trainer, FrozenDraws
 from ..tasks.registry import make_task, task_trainer
-from ..run.files import read_jsonl
+from ..run.files import read_jsonl, write_text_atomic, writing
+from ..task import save_figure
 from ..run.cards import config_digest as config_dict_digest
 from .sweep import REFERENCE, is_guided, setting_figures, sweep_metric
 from ..tasks.registry import load_checkpoint
@@ -49,14 +50,16 @@ def config_digest(cfg: Config) -> str:
 
 # %% ../../nbs/41_tools.gates.ipynb #adf583dc
 def record_gate(result: GateResult, run_dir) -> Path:
-    "Append `result` as one JSON line to `run_dir/gates.jsonl` (created if needed)."
+    """Add `result` as one JSON line to `run_dir/gates.jsonl` (created if needed): the file is rewritten beside and
+    renamed, so a failed write leaves the earlier records as they were and never an empty file."""
     path = Path(run_dir) / 'gates.jsonl'
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, 'a') as f:
-        f.write(json.dumps(asdict(result)) + '\n')
-        f.flush()
+    before = path.read_text() if path.is_file() else ''
+    if before and not before.endswith('\n'): before += '\n'          # a torn last line stays torn, on its own
+    with writing(f'the record of the {result.name} gate', path):
+        write_text_atomic(path, before + json.dumps(asdict(result)) + '\n')
     return path
 
+# %% ../../nbs/41_tools.gates.ipynb #827d8f10
 def read_gates(run_dir) -> list[GateResult]:
     "The gate results recorded in `run_dir/gates.jsonl`, oldest first (a torn last line is skipped)."
     out = []
@@ -162,9 +165,7 @@ def _save_curve(losses: list, run_dir, name: str, title: str, ylabel: str = 'tra
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     path = Path(run_dir) / 'gates' / f'{name}.png'
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90, bbox_inches='tight')
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)
     return path
 
 # %% ../../nbs/41_tools.gates.ipynb #a0a829e5

@@ -13,7 +13,7 @@ import torch
 from tqdm.auto import tqdm
 from ..config import Config, ConfigError
 from ..run.schedules import exponential_ramp_lr
-from ..run.files import read_jsonl
+from ..run.files import read_jsonl, written_beside
 from ..run.guards import run_lock
 from ..run.trainer import Trainer, NonFiniteError
 from ..tasks.registry import task_trainer
@@ -235,12 +235,9 @@ def lr_find(cfg: Config | None, lo: float = 1e-6, hi: float = 1.0, steps: int = 
     with run_lock(run_dir) if run_dir is not None else nullcontext():             # it writes into the run
         with tempfile.TemporaryDirectory() as tmp:
             tr = trainer or _scratch_trainer(cfg, tmp, datasets, model)
-            log = None
-            if run_dir is not None and tr.is_main:
-                Path(run_dir).mkdir(parents=True, exist_ok=True)
-                log = open(Path(run_dir) / 'lr_find.jsonl', 'w')
-            write = (lambda rec: (log.write(json.dumps(rec) + '\n'), log.flush())) if log else None
-            try:
+            beside = written_beside(Path(run_dir) / 'lr_find.jsonl') if run_dir is not None and tr.is_main else None
+            with beside or nullcontext() as log:         # the last test's records stand until this one is whole
+                write = (lambda rec: (log.write(json.dumps(rec) + '\n'), log.flush())) if log else None
                 with preserved(tr):
                     lrs, losses, smoothed, diverged_at = run_ramp(tr, lo, hi, steps, diverge, beta, progress, write)
                 steep, valley = steepest_lr(lrs, smoothed, span), valley_lr(lrs, smoothed, back, tol)
@@ -248,6 +245,4 @@ def lr_find(cfg: Config | None, lo: float = 1e-6, hi: float = 1.0, steps: int = 
                 res = LRFindResult(lrs, losses, smoothed, steep, valley, pick, method, diverged_at,
                                    has_descent(losses, smoothed, pick, min_drop), lo, hi, steps)
                 if write: write(res.summary())
-            finally:
-                if log: log.close()
     return res

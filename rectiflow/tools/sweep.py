@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 from ..config import ConfigError, RunFileWarning
 from ..flow.sampling import SOLVERS
 from ..run.files import write_json_atomic
+from ..task import save_figure
 from ..tasks.registry import load_checkpoint
 
 # %% auto #0
@@ -123,10 +124,7 @@ def write_sweep(sweep: dict, run_dir) -> Path:
     "Keep `sweep` in `run_dir`: `nfe_sweep.json` and `nfe_sweep.png`; the JSON's path."
     run_dir = Path(run_dir)
     write_json_atomic(run_dir / 'nfe_sweep.json', sweep)
-    fig = sweep_figure(sweep)
-    fig.savefig(run_dir / 'nfe_sweep.png', dpi=90, bbox_inches='tight')
-    import matplotlib.pyplot as plt
-    plt.close(fig)
+    save_figure(sweep_figure(sweep), run_dir / 'nfe_sweep.png', dpi=90)
     return run_dir / 'nfe_sweep.json'
 
 def read_sweep(run_dir) -> dict | None:

@@ -57,8 +57,9 @@ def test_export_writes_a_folder_that_loads_samples_and_evaluates_like_the_run(ti
     assert (c.data.model_name, c.data.license, figures(c)) == ('moons-tiny', 'mit', final_figures(tiny_run))
     assert json.loads((out / 'config.json').read_text()) == json.loads((tiny_run / 'config.json').read_text())
     assert load_run(out).sample(64, seed=3).tolist() == load_run(tiny_run).sample(64, seed=3).tolist()
-    s = cli_in_process('sample', out, '--n', '50')
-    assert s.returncode == 0 and (out / 'samples' / 'grid_seed0.png').is_file(), s.stderr
+    s = cli_in_process('sample', out, '--n', '50', cwd=tmp_path)
+    assert s.returncode == 0 and (tmp_path / 'samples' / 'moons-tiny_seed0.png').is_file(), s.stderr
+    assert not (out / 'samples').exists()                                   # the folder to upload is left as it is
     assert not (out / '.lock').exists()                                     # a folder to upload holds no lock
     e = cli_in_process('evaluate', out, '--json')
     assert e.returncode == 0, e.stderr

@@ -2,7 +2,8 @@
 import json, signal, time
 import pytest, torch
 from safetensors.torch import load_file
-from conftest import run_cli, start_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable, same_run
+from conftest import (run_cli, start_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable,
+                      same_run, records)
 from rectiflow.run.guards import read_holder
 from rectiflow.run.files import write_manifest
 
@@ -60,9 +61,41 @@ def test_a_checkpoint_older_than_a_section_or_a_field_resumes_while_they_keep_th
     code, out, err = main_in_process('train', '--resume', run, '--no-progress')
     assert code == 0, err
 
-def test_resume_without_checkpoint_is_refused(tmp_path):
-    code, _, err = main_in_process('train', '--resume', tmp_path)
-    assert code == 2 and 'No checkpoint to resume' in err
+TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']     # the shared tiny run's command
+
+def test_resume_into_an_absent_or_empty_folder_starts_the_run(tmp_path, tiny_run):
+    # a job script that always says --resume, on its first launch (the folder may hold a lock of an earlier try)
+    p = run_cli('train', *TINY, '--resume', '--out', tmp_path / 'absent')
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"rectiflow: nothing to resume in {tmp_path / 'absent'} yet: starting the run.")
+    same_run(tiny_run, tmp_path / 'absent')
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    (locked / '.lock').touch()
+    code, out, err = main_in_process('train', *TINY, '--resume', locked)
+    assert code == 0 and 'nothing to resume' in out, err
+    code, _, err = main_in_process('train', '--resume', tmp_path / 'absent' / 'checkpoints' / 'step_000400')
+    assert code == 2 and 'No checkpoint to resume' in err          # a checkpoint's path that is not there: refused
+
+@pytest.mark.parametrize('write', ['run_info.json', 'config.json'])
+def test_a_kill_after_each_write_of_a_start_resumes_to_the_same_run(tmp_path, tiny_run, write):
+    run = tmp_path / 'run'
+    p = run_cli('train', *TINY, '--resume', '--out', run, env=fault_env(kill_after=write))
+    assert p.returncode == -signal.SIGKILL and (run / write).exists(), p.stderr
+    p = run_cli('train', *TINY, '--resume', '--out', run)             # the scheduler requeues the same command
+    assert p.returncode == 0, p.stderr
+    assert 'beginning the run again from step 0' in p.stdout
+    same_run(tiny_run, run)
+
+def test_the_sampler_changes_on_resume_and_the_log_says_where(tmp_path, tiny_run):
+    run = copy_run(tiny_run, tmp_path / 'run')
+    code, out, err = main_in_process('train', '--resume', run, '--steps', '30', '--eval.solver', 'euler',
+                                     '--eval.nfe', '8', '--no-progress')
+    assert code == 0, err
+    assert 'resuming' in out and 'from step 20' in out and 'trained steps 20-30 (10 in this command)' in out
+    changed = [r for r in records(run) if r['kind'] == 'sampler']
+    assert [(r['step'], r['solver'], r['nfe'], r['was']) for r in changed] == [(20, 'euler', 8, {'solver': 'heun', 'nfe': 20})]
+    assert json.loads((run / 'final' / 'info.json').read_text())['config']['eval']['nfe'] == 8
 
 def _start(run, *extra, faults=None):
     return start_cli('train', *RUN, '--out', run, *extra, env=fault_env(**(faults or {})))

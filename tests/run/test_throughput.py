@@ -1,10 +1,11 @@
 """Speed on the CPU: `run.compile` (regional, under the `aot_eager` backend) trains the same curve and resumes across
 settings; gradient checkpointing keeps the gradients of a diffusers UNet; bf16 autocast keeps the loss and the EMA in
 fp32; the throughput figures are consistent with the FLOPs counted once."""
-import copy, json
+import copy, json, os, re
 import pytest, torch
 from conftest import main_in_process, records, final_weights, TINY_MOONS
 from rectiflow.run.lifecycle import run_figures
+from rectiflow.run import throughput
 
 TINY = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10']       # the settings of the tiny_run fixture
 REGIONAL = ['--run.compile', 'regional', '--run.compile_backend', 'aot_eager']
@@ -94,8 +95,21 @@ def test_the_cpu_threads_are_chosen_for_the_work_and_recorded(tmp_path, monkeypa
         return info['threads'], info['threads_why'], torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        count, why, now = threads('auto')
-        assert (count, now) == (1, 1) and why.startswith('auto: a small step'), why    # a 2-D MLP: one thread
+        count, why, now = threads('auto', '--task.channels', '32')
+        assert (count, now) == (1, 1) and why.startswith('auto: a small step'), why    # a small 2-D MLP: one thread
+        large = ('--data.batch_size', '1024')                                   # 2e9 training FLOPs a step
+        rooms = {(2, None, 0.02): 2, (2, None, 1.0): 1, (1, None, 0.0): 1, (8, 1.5, 0.0): 1}   # (CPUs, quota, busy)
+        for i, (room, want) in enumerate(rooms.items()):
+            monkeypatch.setattr(throughput, 'cpu_room', lambda room=room: room)   # the machine's facts, as measured
+            count, why, now = threads(f'large{i}', *large)
+            assert (count, now) == (want, want), (room, why)
+            assert why.startswith(f'auto: {want} of {room[1] or room[0]:g} cores free'), why
+        monkeypatch.undo()
+        monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+        count, why, now = threads('measured', *large)                            # this machine, as it is now
+        assert count == now and 1 <= count <= len(os.sched_getaffinity(0)), (count, why)
+        form = rf'auto: {count} of \d+ cores free \([\d.]+ busy with other work\), [\d.]+ GFLOPs a step'
+        assert re.fullmatch(form, why), why
         assert threads('explicit', '--run.threads', '2') == (2, 'run.threads', 2)
         monkeypatch.setenv('OMP_NUM_THREADS', '2')
         assert threads('env')[:2] == (2, 'OMP_NUM_THREADS')                   # the environment's choice is kept
