@@ -12,7 +12,7 @@ import argparse, json, statistics, tempfile, time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 import rectiflow.run.files as files
-from rectiflow.tasks.registry import preset, task_trainer
+from run_benchmarks import stepped_digits_trainer
 
 @contextmanager
 def no_flushes():
@@ -35,12 +35,7 @@ def main():
     a = ap.parse_args()
     Path(a.where).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=a.where) as d:
-        cfg = preset()
-        cfg.run.out = f'{d}/run'
-        tr = task_trainer(cfg)
-        tr.run_dir.mkdir(parents=True)
-        steps = tr.optimizer_steps()
-        for _ in range(3): next(steps)                          # the AdamW and EMA state exist
+        tr = stepped_digits_trainer(f'{d}/run')
         t = {'checkpoint': ([], []), 'export': ([], [])}
         for _ in range(a.repeats):
             for flushed in (True, False):

@@ -37,19 +37,24 @@ def digits():
 def toys(names, steps):
     return {f'{n}_{s}': run(f'{n}_{s}', '--data', n, '--steps', s) for n in names for s in steps}
 
+def stepped_digits_trainer(out):
+    "A digits-default trainer writing to `out`, three optimizer steps in: its AdamW and EMA state exist."
+    from rectiflow.tasks.registry import preset, task_trainer
+    cfg = preset()
+    cfg.run.out = str(out)
+    tr = task_trainer(cfg)
+    tr.run_dir.mkdir(parents=True)
+    steps = tr.optimizer_steps()
+    for _ in range(3): next(steps)
+    return tr
+
 def checkpoint(repeats=5):
     """Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`), and what
     its manifest costs: hashing every file when it is written, and again when it is checked before a read."""
     import tempfile
     from rectiflow.run.files import write_manifest, check_manifest
-    from rectiflow.tasks.registry import preset, task_trainer
     with tempfile.TemporaryDirectory() as d:
-        cfg = preset()
-        cfg.run.out = f'{d}/run'
-        tr = task_trainer(cfg)
-        tr.run_dir.mkdir(parents=True)
-        steps = tr.optimizer_steps()
-        for _ in range(3): next(steps)                          # the AdamW and EMA state exist
+        tr = stepped_digits_trainer(f'{d}/run')
         saves, loads, manifests, checks = [], [], [], []
         for _ in range(repeats):
             t0 = time.perf_counter()

@@ -8,10 +8,10 @@ BIN = Path(sys.executable).parent
 
 def run_cli(*args, launcher=(), timeout=600, fresh=False, **kw):
     """`rectiflow ARGS` as a process of its own (`env` adds to the environment; `cwd` too), its CompletedProcess.
-    The process is forked from one that has already imported what a command needs (`cli_server.py`): a fresh
-    interpreter spends seconds importing before it does anything, most of a short test's time. A fresh
-    `python -m rectiflow.cli` where `fresh` is set (what a process prints at its start is the point), a `launcher`
-    starts it, or the environment moves PYTHONPATH."""
+    The process is forked from one that has already imported what a command needs (`cli_server.py`, one for each
+    PYTHONPATH): a fresh interpreter spends seconds importing before it does anything, most of a short test's time. A
+    fresh `python -m rectiflow.cli` where `fresh` is set (what a process prints at its start is the point) or a
+    `launcher` starts it."""
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg', **kw.pop('env', {})}
     server = None if fresh or launcher or set(kw) - {'cwd'} or _servers.get('busy') else cli_server(env.get('PYTHONPATH'))
     if server is not None:
@@ -21,19 +21,18 @@ def run_cli(*args, launcher=(), timeout=600, fresh=False, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
 
 _servers = {}
-BASE_PYTHONPATH = os.environ.get('PYTHONPATH')      # as the session began (a test may move it: those run fresh)
 
 def cli_server(pythonpath):
-    "This test process's command server, started on first use; None for a command whose PYTHONPATH is another."
-    if pythonpath != BASE_PYTHONPATH: return None
-    server = _servers.get('server')
+    """This test process's command server for `pythonpath` (the PYTHONPATH its commands see; None: none), started on
+    first use: a server's `sys.path` is made from it when it starts, so each PYTHONPATH has one of its own."""
+    server = _servers.get(('server', pythonpath))
     if server is None or server.poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
-        if BASE_PYTHONPATH is not None: env['PYTHONPATH'] = BASE_PYTHONPATH
+        if pythonpath is not None: env['PYTHONPATH'] = pythonpath
         server = subprocess.Popen([sys.executable, str(Path(__file__).parent / 'cli_server.py')], text=True,
                                   env={**env, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'},
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        _servers['server'] = server
+        _servers[('server', pythonpath)] = server
         atexit.register(server.kill)
     return server
 

@@ -5,34 +5,33 @@ import pytest, torch
 from conftest import run_cli, free_port, fault_env, TINY_MOONS, BIN, final_weights, records, cli_in_process
 from rectiflow.run.schedules import warmup_cosine_lr
 
-def test_accelerate_launch_runs_two_cpu_processes(tmp_path):
-    # accelerate's --multi_gpu launcher is torchrun underneath; without CUDA the trainer runs it as MULTI_CPU (gloo)
-    p = run_cli('train', *TINY_MOONS, '--steps', '20', '--out', tmp_path / 'run',
-                launcher=[str(BIN / 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1',
-                          '--mixed_precision', 'no', '--dynamo_backend', 'no', '--main_process_port', str(free_port())])
-    assert p.returncode == 0, p.stderr
-    info = json.loads((tmp_path / 'run' / 'run_info.json').read_text())
-    assert info['status'] == 'completed' and info['num_processes'] == 2
-
 TORCHRUN = [str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2']
+
+def accelerate_launch() -> list[str]:
+    "accelerate's --multi_gpu launcher (torchrun underneath): without CUDA the trainer runs it as MULTI_CPU (gloo)."
+    return [str(BIN / 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1',
+            '--mixed_precision', 'no', '--dynamo_backend', 'no', '--main_process_port', str(free_port())]
 
 STEPS, WARMUP, LR, MIN_LR = 40, 10, 1e-3, 1e-4
 SCHEDULE = ['--steps', STEPS, '--schedule.warmup_steps', WARMUP, '--schedule.min_lr', MIN_LR, '--optim.lr', LR]
 
-def two_process_runs(root, *extra) -> tuple[Path, Path]:
-    "A 40-step two-process run, and the same run stopped at step 20 and resumed: (whole, halves)."
+def two_process_runs(root, *extra, launcher=None) -> tuple[Path, Path]:
+    """A 40-step two-process run (through `launcher`, else torchrun), and the same run stopped at step 20 and resumed
+    through torchrun: (whole, halves)."""
     whole, halves = root / 'whole', root / 'halves'
-    for args in ([*TINY_MOONS, *SCHEDULE, '--out', whole, *extra],
-                 [*TINY_MOONS, *SCHEDULE, '--max-steps', '20', '--out', halves, *extra],
-                 ['--resume', '--out', halves, '--max-steps', '0', '--no-progress']):
-        p = run_cli('train', *args, launcher=TORCHRUN)
+    for args, launch in (([*TINY_MOONS, *SCHEDULE, '--out', whole, *extra], launcher or TORCHRUN),
+                         ([*TINY_MOONS, *SCHEDULE, '--max-steps', '20', '--out', halves, *extra], TORCHRUN),
+                         (['--resume', '--out', halves, '--max-steps', '0', '--no-progress'], TORCHRUN)):
+        p = run_cli('train', *args, launcher=launch)
         assert p.returncode == 0, p.stderr[-3000:]
     return whole, halves
 
 def last_train_loss(run) -> float: return [r for r in records(run) if r['kind'] == 'train'][-1]['loss']
 
 @pytest.fixture(scope='module')
-def ddp_runs(tmp_path_factory): return two_process_runs(tmp_path_factory.mktemp('ddp'))
+def ddp_runs(tmp_path_factory):
+    "The whole run through `accelerate launch`, the halves through torchrun: the two launchers, one run."
+    return two_process_runs(tmp_path_factory.mktemp('ddp'), launcher=accelerate_launch())
 
 def test_two_processes_share_one_schedule_and_one_log(ddp_runs):
     run = ddp_runs[0]
@@ -77,22 +76,22 @@ def test_fsdp_shards_the_model_trains_as_ddp_exports_whole_and_resumes_bit_ident
     assert p.returncode == 0, p.stderr
 
 # the mean-velocity objective differentiates through the wrapped model in forward mode: its gradients are shared too
-@pytest.mark.parametrize('objective', ['flow_matching', 'meanflow'])
-def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path, objective):
+def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_path):
     import subprocess, os, torch
     script = str(Path(__file__).parent / 'ddp_step.py')
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     one, two = tmp_path / 'one', tmp_path / 'two'
-    extra = ['--task.objective', objective]
-    subprocess.run([sys.executable, script, str(one), '128', *extra], check=True, env=env, capture_output=True)
-    p = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', script, str(two), '64', *extra],
-                       env=env, capture_output=True, text=True)
+    objectives = ['flow_matching', 'meanflow']          # each in turn in the same processes: one launch of each
+    subprocess.run([sys.executable, script, str(one), '128', *objectives], check=True, env=env, capture_output=True)
+    p = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', script, str(two), '64',
+                        *objectives], env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
-    a, b = torch.load(one / 'result.pt'), torch.load(two / 'result.pt')
-    assert (a['world'], b['world']) == (1, 2)
-    assert abs(a['loss'] - b['loss']) < 1e-5, (a['loss'], b['loss'])
-    # Adam's first step is ~lr * sign(grad): summation-order noise in near-zero gradients shows at ~1e-6
-    for x, y in zip(a['weights'], b['weights']): assert torch.allclose(x, y, atol=1e-5)
+    for objective in objectives:
+        a, b = torch.load(one / f'{objective}.pt'), torch.load(two / f'{objective}.pt')
+        assert (a['world'], b['world']) == (1, 2)
+        assert abs(a['loss'] - b['loss']) < 1e-5, (objective, a['loss'], b['loss'])
+        # Adam's first step is ~lr * sign(grad): summation-order noise in near-zero gradients shows at ~1e-6
+        for x, y in zip(a['weights'], b['weights']): assert torch.allclose(x, y, atol=1e-5), objective
     assert not (one / 'run').exists() and not (two / 'run').exists()     # a single step writes no run
 
 @pytest.mark.slow     # two launchers of one process each: the two-process runs above cover the rest

@@ -65,31 +65,35 @@ def test_a_planted_module_runs_only_with_trust_code(planted, command, tmp_path):
         marker.unlink()
 
 
-# load_run in a fresh interpreter for each case's working directory: refused (nothing run, the working directory not
-# added to sys.path), then with trust_code=True the planted module runs.
+# load_run in one fresh interpreter (no planted module imported before), in each case's working directory in turn:
+# refused (nothing run, the working directory not added to sys.path), then with trust_code=True the module runs.
 LOAD_RUN = r'''
 import json, os, sys
 from pathlib import Path
 from rectiflow.config import ConfigError
 from rectiflow.tasks.registry import load_run
-export, marker = Path(sys.argv[1]), Path(sys.argv[2])
-try:
-    load_run(export)
-    err = None
-except ConfigError as e: err = str(e)
-out = {'error': err, 'ran': marker.exists(), 'cwd_added': os.getcwd() in sys.path}
-out['shape'] = list(load_run(export, trust_code=True).sample(4).shape)
-out['ran_trusted'] = marker.exists()
-print(json.dumps(out))
+for export, cwd, marker in json.loads(sys.argv[1]):
+    os.chdir(cwd)
+    export, marker = Path(export), Path(marker)
+    try:
+        load_run(export)
+        err = None
+    except ConfigError as e: err = str(e)
+    out = {'error': err, 'ran': marker.exists(), 'cwd_added': os.getcwd() in sys.path}
+    out['shape'] = list(load_run(export, trust_code=True).sample(4).shape)
+    out['ran_trusted'] = marker.exists()
+    print(json.dumps(out))
 '''
 
 def test_load_run_imports_a_planted_module_only_with_trust_code(planted):
-    for case, (export, cwd, spec, marker) in planted.items():
-        env = {**os.environ, 'OMP_NUM_THREADS': '1'}
-        p = subprocess.run([sys.executable, '-c', LOAD_RUN, str(export), str(marker)], cwd=cwd, env=env,
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, (case, p.stderr)
-        r = json.loads(p.stdout.splitlines()[-1])
+    cases = [(str(export), str(cwd), str(marker)) for export, cwd, spec, marker in planted.values()]
+    env = {**os.environ, 'OMP_NUM_THREADS': '1'}
+    p = subprocess.run([sys.executable, '-c', LOAD_RUN, json.dumps(cases)], cwd=cases[0][1], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    answers = [json.loads(l) for l in p.stdout.splitlines() if l.startswith('{')]
+    assert len(answers) == len(planted)
+    for (case, (export, cwd, spec, marker)), r in zip(planted.items(), answers):
         assert r['error'] and f'class {spec} would be imported from' in r['error'], (case, r)
         assert not r['ran'] and not r['cwd_added'], (case, r)
         assert r['ran_trusted'] and r['shape'] == [4, 2], (case, r)
