@@ -12,12 +12,12 @@ import torch
 from ..config import ConfigError
 
 # %% auto #0
-__all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'umask', 'fsync_dir', 'write_text_atomic',
-           'write_json_atomic', 'fsync_tree', 'publish_folder', 'written_beside', 'read_jsonl', 'json_object',
-           'read_json', 'file_sha256', 'file_entry', 'write_manifest', 'Damaged', 'check_manifest', 'update_manifest',
-           'load_pickle', 'read_part', 'is_run_dir', 'check_run_dir', 'prepare_run_dir', 'format_bytes', 'free_space',
-           'reclaimable_bytes', 'WriteFailed', 'disk_full', 'as_write_error', 'writing', 'attempt', 'git_commit',
-           'library_versions']
+__all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 'KEPT', 'DISK_FAULTS', 'umask', 'fsync_dir',
+           'write_text_atomic', 'write_json_atomic', 'fsync_tree', 'publish_folder', 'written_beside', 'read_jsonl',
+           'json_object', 'read_json', 'file_sha256', 'file_entry', 'write_manifest', 'Damaged', 'check_manifest',
+           'update_manifest', 'load_pickle', 'read_part', 'is_run_dir', 'check_run_dir', 'prepare_run_dir',
+           'format_bytes', 'free_space', 'reclaimable_bytes', 'WriteFailed', 'disk_full', 'as_write_error', 'writing',
+           'attempt', 'git_commit', 'library_versions']
 
 # %% ../../nbs/15_run.files.ipynb #c818db6f
 def umask() -> int:
@@ -227,6 +227,8 @@ def is_run_dir(path) -> bool:
     return any((Path(path) / m).exists() for m in RUN_MARKERS)
 
 # %% ../../nbs/15_run.files.ipynb #a91f5c31
+DISK_FAULTS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO)      # a write refused by the disk: exit 5
+
 def check_run_dir(path, overwrite: bool = False):
     "Raise `ConfigError` unless a new run may be written to `path` (nothing is written or deleted here)."
     path = Path(path)
@@ -240,7 +242,9 @@ def check_run_dir(path, overwrite: bool = False):
                               "pass --overwrite to replace it or choose another --out.")
     probe = path if path.exists() else next((p for p in path.parents if p.exists()), Path('.'))
     try: tempfile.TemporaryFile(dir=probe).close()    # os.access says yes to root even where writing fails
-    except OSError: raise ConfigError(f"Output directory {path} is not writable; choose another --out.")
+    except OSError as e:
+        if e.errno in DISK_FAULTS: raise WriteFailed('a file of the run', probe, e) from None    # the disk, not --out
+        raise ConfigError(f"Output directory {path} is not writable; choose another --out.") from None
 
 # %% ../../nbs/15_run.files.ipynb #82222240
 def prepare_run_dir(path, overwrite: bool = False) -> Path:

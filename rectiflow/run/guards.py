@@ -14,7 +14,8 @@ from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 from ..config import ConfigError
 from .files import (KEPT, RUN_LOCK, is_run_dir, write_json_atomic, format_bytes, free_space,
-                                 reclaimable_bytes, WriteFailed, disk_full, as_write_error, writing, attempt)
+                                 reclaimable_bytes, WriteFailed, disk_full, as_write_error, writing, attempt,
+                                 DISK_FAULTS)
 
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'holder_facts', 'read_holder', 'describe_holder', 'acquire', 'release', 'remove_bare', 'processes',
@@ -62,7 +63,7 @@ def acquire(run_dir, command: str | None = None, what: str = 'run') -> str:
         d.mkdir(parents=True, exist_ok=True)
         fd = os.open(d / RUN_LOCK[0], os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        if e.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        if e.errno in DISK_FAULTS:
             raise WriteFailed('the lock', d / RUN_LOCK[0], e) from None
         raise ConfigError(f"Output directory {d} is not writable ({e.strerror}); choose another --out.") from None
     try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -84,8 +84,9 @@ def test_a_read_only_file_system_is_a_write_failure(tmp_path, tiny_run):
     try:
         run = copy_run(tiny_run, disk / 'run')
         assert subprocess.run(['mount', '-o', 'remount,ro', str(disk)]).returncode == 0
-        p = run_cli('sample', run, '--n', '20')
-        assert p.returncode == 5 and one_line(p.stderr) and 'Read-only file system' in p.stderr, p.stderr
+        for args in (['sample', run, '--n', '20'], ['train', *TINY_MOONS, '--steps', '20', '--out', disk / 'new']):
+            p = run_cli(*args)
+            assert p.returncode == 5 and one_line(p.stderr) and 'Read-only file system' in p.stderr, (args, p.stderr)
     finally: subprocess.run(['umount', '-l', str(disk)], capture_output=True)
 
 def _interrupt(proc, ready, seconds=300):
