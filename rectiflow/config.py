@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS',
-           'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'ConfigWarning',
-           'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig',
-           'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict',
-           'config_to_dict', 'task_config_type', 'default_config_of', 'save_config', 'read_config_dict',
-           'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names',
-           'normalise_section', 'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
+__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'MEAN_VELOCITY_OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS',
+           'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError',
+           'RunFileWarning', 'ConfigWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig',
+           'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig',
+           'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of',
+           'save_config', 'read_config_dict', 'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check',
+           'check_ranges', 'tracker_names', 'normalise_section', 'check_sections', 'validate_config', 'check_flow',
+           'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -227,7 +228,9 @@ class FlowConfig:
     t_mean: float = ranged(0.0)                   # logit-normal mean (>0 pushes training towards the data end)
     t_std: float = ranged(1.0, gt=0)              # logit-normal std
     cond_dropout: float = ranged(0.1, ge=0, lt=1)  # probability of replacing the condition by the learned null
-    objective: str = 'flow_matching'  # or 'meanflow': the average velocity over an interval (one-step sampling)
+    # or 'meanflow' / 'splitmeanflow': the average velocity over an interval (one-step sampling), learnt through
+    # a forward-mode derivative or by interval splitting (12_flow.meanflow)
+    objective: str = 'flow_matching'
     mf_flow_share: float = ranged(0.75, ge=0, le=1)  # meanflow: the share of pairs with one time (plain flow matching)
     mf_t_mean: float = ranged(0.4)                # meanflow: the logit-normal mean of both times of a pair
     mf_t_std: float = ranged(1.0, gt=0)           # meanflow: ... and their std
@@ -400,7 +403,8 @@ def apply_overrides(cfg: Config, args) -> Config:
 
 # %% ../nbs/00_config.ipynb #4635b6cb
 SOLVERS = ('euler', 'heun', 'midpoint', 'mean')         # mean: jumps with an average velocity (11_flow.sampling)
-OBJECTIVES = ('flow_matching', 'meanflow')                     # 10_flow.objective, 12_flow.meanflow
+OBJECTIVES = ('flow_matching', 'meanflow', 'splitmeanflow')    # 10_flow.objective, 12_flow.meanflow
+MEAN_VELOCITY_OBJECTIVES = ('meanflow', 'splitmeanflow')        # the model takes a span; runs sample with `mean`
 SCHEDULES = ('constant', 'cosine', 'plateau')
 GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_tools.gates
 TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking

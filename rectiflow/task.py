@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .config import Config, ConfigError, EvalConfig, FlowConfig, check_flow, validate_config
 from .data.batches import DataInfo, EpochBatchSampler, collate_items, fixed_subset
 from .flow.objective import FlowMatching
-from .flow.meanflow import MeanFlow
+from .flow.meanflow import MeanFlow, SplitMeanFlow
 from .flow.sampling import generate
 
 # %% auto #0
@@ -120,9 +120,10 @@ def null_label(self: Task) -> int | None:
 @patch
 def make_objective(self: Task):
     """The objective: `loss(model, batch, generator)` -> (float32 scalar, terms); `validation()` -> what scores.
-    Flow matching, or the mean velocity (`12_flow.meanflow`) where `task.objective` is meanflow."""
+    Flow matching, or the mean velocity (`12_flow.meanflow`) where `task.objective` is meanflow or splitmeanflow."""
     opts = self.opts if isinstance(self.opts, FlowConfig) else FlowConfig()
-    return (MeanFlow if opts.objective == 'meanflow' else FlowMatching)(opts, self.null_label)
+    kinds = {'meanflow': MeanFlow, 'splitmeanflow': SplitMeanFlow}
+    return kinds.get(opts.objective, FlowMatching)(opts, self.null_label)
 
 @patch(as_prop=True)
 def mean_velocity(self: Task) -> bool:

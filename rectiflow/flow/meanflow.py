@@ -17,7 +17,7 @@ from .objective import (_bcast, _broken, _first_line, check_velocity_model, cont
 from .sampling import generate
 
 # %% auto #0
-__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow']
+__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'split_target', 'SplitMeanFlow']
 
 # %% ../../nbs/12_flow.meanflow.ipynb #d7f89085
 def span_pairs(cfg: FlowConfig, n: int, generator=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,11 +77,11 @@ class MeanFlow:
 
     def validation(self) -> MeanFlow:
         "The objective validation scores with: no condition dropout, no adaptive weighting."
-        return MeanFlow(replace(self.cfg, cond_dropout=0.0, mf_power=0.0), self.null_label)
+        return type(self)(replace(self.cfg, cond_dropout=0.0, mf_power=0.0), self.null_label)
 
     def unconditional(self) -> MeanFlow:
         "The objective that scores with every condition dropped (replaced by the null class)."
-        return MeanFlow(replace(self.cfg, cond_dropout=1.0, mf_power=0.0), self.null_label)
+        return type(self)(replace(self.cfg, cond_dropout=1.0, mf_power=0.0), self.null_label)
 
 # %% ../../nbs/12_flow.meanflow.ipynb #54905c2f
 @patch
@@ -135,3 +135,56 @@ def sample(self: MeanFlow, model, shape, cond=None, generator=None, solver='mean
     "Generate samples from `model`: jumps with its average velocity (`mean`), or another solver on its velocity."
     return generate(model, shape, cond, generator, solver, nfe, cfg_scale, shift=shift, null_label=self.null_label,
                     spans=True)
+
+# %% ../../nbs/12_flow.meanflow.ipynb #94a88462
+@torch.no_grad()
+def split_target(model, x_t, t, span, frac, cond=None):
+    """`frac u(x_t, t, first) + (1 - frac) u(x_s, t + first, span - first)`, `first = frac span`, `x_s` the first
+    jump's end: the average velocity over `[t, t + span]` made of the model's own two shorter jumps."""
+    first = frac * span
+    u_first = model(x_t, t, cond, first)
+    x_s = x_t + _bcast(first, u_first) * u_first
+    u_rest = model(x_s, t + first, cond, span - first)
+    return _bcast(frac, u_first) * u_first + _bcast(1 - frac, u_rest) * u_rest
+
+# %% ../../nbs/12_flow.meanflow.ipynb #6cd7bb80
+class SplitMeanFlow(MeanFlow):
+    """The mean velocity learnt by interval splitting (`split_target`): no forward-mode derivative, so any model that
+    takes a span trains with it; the pairs of times and folded guidance are `MeanFlow`'s, its loss unweighted."""
+    def draw(self, x1: torch.Tensor, generator=None):
+        "`MeanFlow.draw`'s start times, spans, noise and drop mask, then where each span is split (a fraction)."
+        return (*super().draw(x1, generator), torch.rand(len(x1), generator=generator))
+
+@patch
+def loss(self: SplitMeanFlow, model, batch: dict, generator=None):
+    "A float32 scalar loss (the mean squared error) and a dict of named, detached terms (`mse`)."
+    x1 = batch['x1']
+    t, span, x0, drop, frac = self.draw(x1, generator)
+    dev = x1.device
+    t, span, x0 = batch.get('t', t).to(dev), batch.get('span', span).to(dev), batch.get('x0', x0).to(dev, x1.dtype)
+    frac = frac.to(dev)
+    cond = batch.get('cond')
+    if cond is not None and self.cfg.cond_dropout > 0: cond = drop_condition(model, cond, drop, self.null_label)
+    x_t = interpolate(x0, x1, t)
+    target = target_velocity(x0, x1).detach().clone()
+    pick = lambda idx, *xs: [None if x is None else x[idx] for x in xs]
+    flow, split = (span == 0).nonzero().flatten(), (span > 0).nonzero().flatten()
+    if len(flow):                                              # one time: the velocity, guided where it has a class
+        x_f, t_f, v_f, cond_f = pick(flow, x_t, t, target, cond)
+        target[flow] = self.guided_target(model, x_f, t_f, v_f, cond_f)
+    if len(split):                                             # two times: the model's own two shorter jumps
+        target[split] = split_target(model, *pick(split, x_t, t, span, frac, cond)).to(target.dtype)
+    err = item_mse(model(x_t, t, cond, span), target, batch.get('mask'))
+    return err.mean(), {'mse': err.mean().detach()}             # unweighted: see the prose above
+
+@patch
+def check_model(self: SplitMeanFlow, model, batch: dict):
+    "Raise `ModelContractError` unless `model` keeps the velocity contract and takes a span (no forward mode needed)."
+    x1, cond = batch['x1'], batch.get('cond')
+    check_velocity_model(model, x1, cond, self.null_label)
+    g = torch.Generator().manual_seed(0)
+    x_t = torch.randn(x1.shape, generator=g).to(x1.device, x1.dtype)
+    t, span = (torch.rand(len(x1), generator=g).to(x1.device) / 2 for _ in range(2))
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        contract_velocity(model, x_t, t, cond, "a span (the mean-velocity objective's forward(x_t, t, cond, span))",
+                          span)

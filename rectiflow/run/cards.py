@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
-from ..config import ConfigError, RunFileWarning
+from ..config import MEAN_VELOCITY_OBJECTIVES, ConfigError, RunFileWarning
 from .files import (is_run_dir, read_jsonl, write_json_atomic, write_text_atomic, update_manifest,
                                  write_manifest)
 from .exports import export_info, is_export, check_export
@@ -296,10 +296,11 @@ RECTIFLOW_USE = ['```python', 'from rectiflow.tasks.registry import load_run', "
 def one_step_lines(facts: CardFacts) -> list[str]:
     "How a mean-velocity run samples (none for another run)."
     task = facts.config.get('task') or {}
-    if task.get('objective') != 'meanflow': return []
+    if task.get('objective') not in MEAN_VELOCITY_OBJECTIVES: return []
     w = task.get('mf_guidance', 1.0)
     guided = (f" Guidance was folded into training at scale {w:g}: sample at guidance scale 1." if w != 1 else '')
-    return ['This model predicts the **average** velocity over an interval (a mean-velocity, MeanFlow run), called '
+    how = 'MeanFlow' if task.get('objective') == 'meanflow' else 'interval splitting'
+    return [f'This model predicts the **average** velocity over an interval (a mean-velocity run, by {how}), called '
             '`model(x_t, t, cond, span)`: one evaluation is a sample, `x1 = x0 + model(x0, 0, cond, 1)` from noise '
             '`x0`, and `k` evaluations jump along a grid of `k` steps. The `mean` solver does that; the other '
             f'solvers integrate its instantaneous velocity (span 0), as a plain model\'s.{guided}', '',

@@ -10,7 +10,7 @@ import torch
 import matplotlib.pyplot as plt
 from torch.utils.data import default_collate
 from ..config import (Config, ConfigError, DataConfig, EvalConfig, FlowConfig, EMBEDDED_DATASETS, check,
-                              is_data_path, ranged)
+                              is_data_path, ranged, MEAN_VELOCITY_OBJECTIVES)
 from ..data.batches import DataInfo, TensorItems, EpochBatchSampler, BucketBatchSampler, pad_collate, item_sizes
 from ..data.embedded import TOY_2D, toy_2d, digits_split
 from ..data.files import ImageOptions, check_image_options, image_datasets
@@ -113,7 +113,7 @@ class FlowTask(Task):
     def make_model(self) -> torch.nn.Module:
         o = self.opts
         return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads,
-                          interval=o.objective == 'meanflow')
+                          interval=o.objective in MEAN_VELOCITY_OBJECTIVES)
 
     def sample_batch(self, n: int | None = None, cond=None) -> dict:
         "`n` items to sample, or one per label of `cond`; with classes, spread evenly over them (a grid column each)."

@@ -13,7 +13,7 @@ from diffusers import AutoencoderKL
 from safetensors import safe_open
 from safetensors.torch import save_file, load_file
 from fastcore.basics import patch
-from ..config import Config, ConfigError, FlowConfig, check, ranged
+from ..config import MEAN_VELOCITY_OBJECTIVES, Config, ConfigError, FlowConfig, check, ranged
 from ..data.batches import DataInfo, TensorItems, fingerprint
 from ..data.embedded import digits_split
 from ..data.shards import LatentStats
@@ -294,7 +294,7 @@ def make_model(self: LatentDigitsTask) -> torch.nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(self.cfg.run.seed)
         return make_model(o.model, self.info, o.channels, o.layers, o.attention, o.heads,
-                          interval=o.objective == 'meanflow')
+                          interval=o.objective in MEAN_VELOCITY_OBJECTIVES)
 
 # %% ../../nbs/33_tasks.latents.ipynb #f6ee6ce8
 @patch

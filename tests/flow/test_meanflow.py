@@ -5,7 +5,8 @@ gates. Tiny moons runs, all in this process."""
 import json
 from types import SimpleNamespace
 import pytest, torch
-from conftest import cli_in_process, main_in_process, TINY_MOONS, comparable, final_weights, same_run, one_line
+from conftest import (cli_in_process, main_in_process, TINY_MOONS, comparable, final_weights, same_run, one_line,
+                      records)
 
 MEAN = ['--task.objective', 'meanflow', '--eval.solver', 'mean', '--eval.nfe', '1', '--eval.cfg_scale', '1']
 RUN = [*TINY_MOONS, *MEAN, '--steps', '40', '--checkpoint.save_every', '20', '--eval.every', '20',
@@ -79,3 +80,15 @@ def test_the_sampler_gate_judges_one_step_against_the_runs_euler_100(runs):
     f = rec['figures']
     assert (rec['name'], f['solver'], f['nfe'], f['metric']) == ('sampler', 'mean', 1, 'w2')
     assert rec['passed'] == (f['ratio'] <= 1 + f['margin']) and 'mean at 1 NFE' in p.stdout
+
+def test_the_split_objective_trains_without_forward_mode_resumes_bit_identically_and_samples_in_one_step(tmp_path):
+    split = [a if a != 'meanflow' else 'splitmeanflow' for a in RUN]
+    ok(cli_in_process('train', *split, '--out', tmp_path / 'straight'))
+    ok(cli_in_process('train', *split, '--run.max_steps', '20', '--out', tmp_path / 'resumed'))
+    ok(cli_in_process('train', '--resume', '--out', tmp_path / 'resumed', '--run.max_steps', '0'))
+    same_run(tmp_path / 'straight', tmp_path / 'resumed')
+    val = [r['val_loss_ema'] for r in records(tmp_path / 'straight') if r['kind'] == 'val']
+    assert val[-1] < val[0], val                                                  # it learns
+    out = tmp_path / 'one.png'
+    ok(cli_in_process('sample', tmp_path / 'straight', '--solver', 'mean', '--nfe', '1', '--out', out))
+    assert out.stat().st_size > 0
