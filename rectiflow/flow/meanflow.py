@@ -114,16 +114,22 @@ def loss(self: MeanFlow, model, batch: dict, generator=None):
 
 # %% ../../nbs/12_flow.meanflow.ipynb #f942f0c4
 @patch
-def check_model(self: MeanFlow, model, batch: dict):
-    "Raise `ModelContractError` unless `model` keeps the velocity contract and averages over a span, by forward mode."
+def check_span(self: MeanFlow, model, batch: dict) -> tuple:
+    "Raise `ModelContractError` unless `model` keeps the velocity contract and takes a span; the probe it passed."
     x1, cond = batch['x1'], batch.get('cond')
     check_velocity_model(model, x1, cond, self.null_label)
     g = torch.Generator().manual_seed(0)
     x_t = torch.randn(x1.shape, generator=g).to(x1.device, x1.dtype)
     t, span = (torch.rand(len(x1), generator=g).to(x1.device) / 2 for _ in range(2))
     given = "a span (the mean-velocity objective's forward(x_t, t, cond, span))"
+    with torch.no_grad(), torch.random.fork_rng(devices=[]): contract_velocity(model, x_t, t, cond, given, span)
+    return x_t, t, span, cond
+
+@patch
+def check_model(self: MeanFlow, model, batch: dict):
+    "Raise `ModelContractError` unless `model` keeps the velocity contract and averages over a span, by forward mode."
+    x_t, t, span, cond = self.check_span(model, batch)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
-        contract_velocity(model, x_t, t, cond, given, span)
         try: mean_velocity_jvp(model, x_t, t, span, cond, torch.randn_like(x_t))
         except Exception as e:
             raise _broken(model, f"forward-mode derivatives through it failed: {type(e).__name__}: "
@@ -180,11 +186,4 @@ def loss(self: SplitMeanFlow, model, batch: dict, generator=None):
 @patch
 def check_model(self: SplitMeanFlow, model, batch: dict):
     "Raise `ModelContractError` unless `model` keeps the velocity contract and takes a span (no forward mode needed)."
-    x1, cond = batch['x1'], batch.get('cond')
-    check_velocity_model(model, x1, cond, self.null_label)
-    g = torch.Generator().manual_seed(0)
-    x_t = torch.randn(x1.shape, generator=g).to(x1.device, x1.dtype)
-    t, span = (torch.rand(len(x1), generator=g).to(x1.device) / 2 for _ in range(2))
-    with torch.no_grad(), torch.random.fork_rng(devices=[]):
-        contract_velocity(model, x_t, t, cond, "a span (the mean-velocity objective's forward(x_t, t, cond, span))",
-                          span)
+    self.check_span(model, batch)
