@@ -14,11 +14,11 @@ from .config import (Config, ConfigError, RunFileWarning, ConfigWarning,
                               number_arg, read_config_dict)
 
 # %% auto #0
-__all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'WRITE_FAULTS', 'data_arg', 'model_arg', 'figure_path',
-           'nfe_list', 'solver_list', 'device_arg', 'make_parser', 'config_from_args', 'resume_target', 'say',
-           'checkpoint_step', 'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end',
-           'cmd_sweep', 'cmd_evaluate', 'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'cmd_export',
-           'write_failure', 'main', 'internal_error']
+__all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'figure_path', 'nfe_list',
+           'solver_list', 'device_arg', 'make_parser', 'config_from_args', 'resume_target', 'say', 'checkpoint_step',
+           'writer_lock', 'cmd_train', 'gates_allow_training', 'final_lines', 'report_end', 'cmd_sweep', 'cmd_evaluate',
+           'cmd_gate', 'cmd_lr_find', 'cmd_encode', 'cmd_sample', 'cmd_export', 'write_failure', 'main',
+           'internal_error']
 
 # %% ../nbs/43_cli.ipynb #51449a00
 class _Parser(argparse.ArgumentParser):
@@ -542,27 +542,13 @@ def _loaded_error(module: str, name: str) -> type[BaseException]:
     m = sys.modules.get(module)
     return getattr(m, name) if m is not None else _NeverRaised
 
-# %% ../nbs/43_cli.ipynb #4f88a8e2
-WRITE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}
-
-def _copy_error(e: BaseException) -> OSError | None:
-    "The first failed file of a `shutil.copytree` (which gathers them into one `shutil.Error`) as its `OSError`."
-    import re, shutil
-    if not (isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list)): return None
-    for entry in e.args[0]:
-        code = re.search(r'\[Errno (\d+)\]', str(entry[-1])) if isinstance(entry, tuple) else None
-        if code: return OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(entry[1]))
-    return None
-
 # %% ../nbs/43_cli.ipynb #ce81b46f
 def write_failure(e: BaseException) -> str | None:
     "What the failed write `e` says in one line (None where `e` is not a failed write)."
-    files = sys.modules.get('rectiflow.run.files')
-    if files is not None and isinstance(e, files.WriteFailed): return str(e)
-    path = getattr(e, 'filename', None) or '.'
-    error = _copy_error(e) or (files.as_write_error(e, path) if files is not None else None)
-    error = error or (e if isinstance(e, OSError) else None)
-    if error is None or error.errno not in WRITE_FAULTS: return None
+    from rectiflow.run.files import WriteFailed, DISK_FAULTS, as_write_error      # only once something failed
+    if isinstance(e, WriteFailed): return str(e)
+    error = as_write_error(e, getattr(e, 'filename', None) or '.')
+    if error is None or error.errno not in DISK_FAULTS: return None
     return f"could not write {error.filename or 'a file'}: {error.strerror or error}"
 
 # %% ../nbs/43_cli.ipynb #4add5716

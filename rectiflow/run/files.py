@@ -227,7 +227,7 @@ def is_run_dir(path) -> bool:
     return any((Path(path) / m).exists() for m in RUN_MARKERS)
 
 # %% ../../nbs/15_run.files.ipynb #a91f5c31
-DISK_FAULTS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO)      # a write refused by the disk: exit 5
+DISK_FAULTS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)   # a write the disk refused: exit 5
 
 def check_run_dir(path, overwrite: bool = False):
     "Raise `ConfigError` unless a new run may be written to `path` (nothing is written or deleted here)."
@@ -291,8 +291,17 @@ def disk_full(path) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 # %% ../../nbs/15_run.files.ipynb #6a0d0014b
+def _copy_error(e: shutil.Error) -> OSError | None:
+    "The first failed file of a `shutil.copytree` (it gathers them into one `shutil.Error`) as its `OSError`."
+    for entry in (e.args[0] if e.args and isinstance(e.args[0], list) else []):
+        code = re.search(r'\[Errno (\d+)\]', str(entry[-1])) if isinstance(entry, tuple) else None
+        if code: return OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(entry[1]))
+    return None
+
 def as_write_error(e: BaseException, path) -> OSError | None:
-    "`e` as the `OSError` of a failed write of `path`, if it is one (safetensors' and torch.save's own errors too)."
+    """`e` as the `OSError` of a failed write of `path`, if it is one (safetensors', torch.save's and copytree's own
+    errors too)."""
+    if isinstance(e, shutil.Error): return _copy_error(e)
     if isinstance(e, OSError): return e
     text = str(e)
     if type(e).__name__ == 'SafetensorError' and re.search(r'os error \d+', text):
