@@ -4,7 +4,7 @@
 
 # %% ../nbs/43_cli.ipynb #82be55d2
 from __future__ import annotations
-import argparse, errno, json, os, shlex, sys, warnings
+import argparse, json, os, shlex, sys, warnings
 from contextlib import nullcontext
 from dataclasses import fields, is_dataclass
 from pathlib import Path

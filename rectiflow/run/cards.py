@@ -11,10 +11,9 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from ..config import MEAN_VELOCITY_OBJECTIVES, ConfigError, RunFileWarning
 from .files import (is_run_dir, read_jsonl, write_json_atomic, write_text_atomic, update_manifest,
-                                 write_manifest)
+                                 write_manifest, writing)
 from .exports import export_info, is_export, check_export
 from .checkpoint import checkpoint_dirs
-from .guards import writing
 from ..task import Task
 
 # %% auto #0

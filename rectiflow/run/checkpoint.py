@@ -4,7 +4,7 @@
 
 # %% ../../nbs/17_run.checkpoint.ipynb #348d71ca
 from __future__ import annotations
-import copy, json, os, shutil, warnings
+import copy, json, shutil, warnings
 from pathlib import Path
 import torch
 from safetensors import safe_open

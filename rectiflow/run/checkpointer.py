@@ -12,15 +12,14 @@ from fastcore.basics import patch
 from safetensors.torch import load_model
 from ..config import ConfigError, config_to_dict, default_config_of
 from .callbacks import callback_states, load_callback_states
-from .files import (read_part, read_json, load_pickle, write_json_atomic, write_manifest, git_commit,
-                                 library_versions)
+from .files import (read_part, load_pickle, write_json_atomic, write_manifest, git_commit,
+                                 library_versions, attempt, writing, WriteFailed)
 from .exports import export_model
 from .checkpoint import (GeneratorState, read_checkpoint, check_checkpoint, publish_checkpoint,
                                       save_streams, save_state_tree, load_state_tree, is_checkpoint, checkpoint_dirs,
                                       find_resume_checkpoint, restart_state, check_resumable, STATE_FILE, STREAMS_FILE,
                                       CALLBACKS_FILE, LEGACY_FILES, WEIGHT_PARTS, CHECKPOINT_FORMAT)
 from .sharding import load_full_state
-from .guards import attempt, writing, WriteFailed
 from ..flow.sampling import flow_scheduler
 from ..flow.models import interval_keys
 

@@ -13,7 +13,7 @@ from accelerate.utils import broadcast_object_list
 from ..config import Config, ConfigError
 from ..task import Task, save_figure
 from ..flow.sampling import check_budget
-from .guards import writing
+from .files import writing
 
 # %% auto #0
 __all__ = ['batch_weight', 'score', 'validation_seed', 'evaluation_record', 'quality_passes', 'quality_due', 'quality_figures',

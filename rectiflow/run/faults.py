@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from ..config import ConfigError, ranged, check_ranges, _section_from_dict
 from .callbacks import Callback
-from .guards import disk_full
+from .files import disk_full
 
 # %% auto #0
 __all__ = ['FAULTS_ENV', 'Faults', 'faults', 'injected', 'kill_point', 'PoisonLoss', 'SlowCheckpoint', 'DiskFull',

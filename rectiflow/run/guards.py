@@ -4,7 +4,7 @@
 
 # %% ../../nbs/20_run.guards.ipynb #6a0d0003
 from __future__ import annotations
-import errno, fcntl, json, os, re, shutil, socket, sys, warnings
+import fcntl, json, os, socket, sys, warnings
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,9 +13,9 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 from ..config import ConfigError
-from .files import (KEPT, RUN_LOCK, is_run_dir, write_json_atomic, format_bytes, free_space,
-                                 reclaimable_bytes, WriteFailed, disk_full, as_write_error, writing, attempt,
-                                 DISK_FAULTS)
+from .files import KEPT, RUN_LOCK, is_run_dir, write_json_atomic, format_bytes, WriteFailed, DISK_FAULTS
+# the write-failure helpers lived here before they joined 15_run.files: code that imports them from here still works
+from .files import free_space, reclaimable_bytes, disk_full, as_write_error, writing, attempt  # noqa: F401
 
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'holder_facts', 'read_holder', 'describe_holder', 'acquire', 'release', 'remove_bare', 'processes',

@@ -14,10 +14,9 @@ from ..flow.models import n_params
 from .callbacks import Callback
 from .schedules import warmup_note
 from .files import (write_json_atomic, write_text_atomic, read_jsonl, prepare_run_dir, git_commit,
-                                 library_versions)
+                                 library_versions, writing, WriteFailed, free_space, reclaimable_bytes)
 from .checkpoint import checkpoint_dirs, read_checkpoint
-from .guards import (main_decides, writing, WriteFailed, run_sizes, space_needed, check_space, free_space,
-                                  reclaimable_bytes, MEMORY_FIELDS)
+from .guards import main_decides, run_sizes, space_needed, check_space, MEMORY_FIELDS
 from .tracking import Tracker, make_tracker
 from .cards import ModelCards
 from .faults import faults, fault_callbacks, kill_point

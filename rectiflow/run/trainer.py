@@ -16,9 +16,9 @@ from ..config import Config, ConfigError, validate_config
 from ..data.batches import make_loader, loader_options, fingerprint, fixed_subset
 from ..task import Task
 from .callbacks import Callbacks, callback_states, load_callback_states
-from .files import check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic
+from .files import check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, writing
 from .schedules import schedule_lr, make_scheduler, EvalRules
-from .guards import run_lock, writing, memory_figures
+from .guards import run_lock, memory_figures
 from .throughput import Throughput
 from .sharding import full_tensor, sharding_extensions
 from .ema import EMA
