@@ -3,6 +3,7 @@ import json, sys
 from pathlib import Path
 import pytest, torch
 from conftest import run_cli, free_port, fault_env, TINY_MOONS, BIN, final_weights, records, cli_in_process
+from ranks import workers_said
 from rectiflow.run.schedules import warmup_cosine_lr
 
 TORCHRUN = [str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2']
@@ -85,7 +86,7 @@ def test_two_processes_of_half_batches_equal_one_process_of_the_full_batch(tmp_p
     subprocess.run([sys.executable, script, str(one), '128', *objectives], check=True, env=env, capture_output=True)
     p = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', script, str(two), '64',
                         *objectives], env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, workers_said(p)
     for objective in objectives:
         a, b = torch.load(one / f'{objective}.pt'), torch.load(two / f'{objective}.pt')
         assert (a['world'], b['world']) == (1, 2)

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 
 BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from ranks import ranks_ended, workers_said
 
 def micro_batches(lengths) -> list:
     "Per rank, two micro-batches of the sequences task's training items, every one with its own frame count."
@@ -51,10 +53,10 @@ def take_step(out: Path, mode: str):
 def test_two_ranks_of_different_frame_counts_take_the_one_process_step_of_their_union(tmp_path):
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MPLBACKEND': 'Agg'}
     one = subprocess.run([sys.executable, __file__, str(tmp_path / 'one'), 'one'], env=env, capture_output=True, text=True, timeout=600)
-    assert one.returncode == 0, one.stderr[-3000:]
+    assert one.returncode == 0, workers_said(one)
     two = subprocess.run([str(BIN / 'torchrun'), '--standalone', '--nproc_per_node', '2', __file__, str(tmp_path / 'two'), 'two'],
                          env=env, capture_output=True, text=True, timeout=600)
-    assert two.returncode == 0, two.stderr[-3000:]
+    assert two.returncode == 0, workers_said(two)
     a, b = torch.load(tmp_path / 'one' / 'result.pt'), torch.load(tmp_path / 'two' / 'result.pt')
     assert (a['world'], b['world']) == (1, 2)
     # the premise: four micro-batches of four different frame counts, the ranks holding unequal shares, and one batch of them all
@@ -70,7 +72,4 @@ def test_two_ranks_of_different_frame_counts_take_the_one_process_step_of_their_
     assert not (tmp_path / 'one' / 'run').exists() and not (tmp_path / 'two' / 'run').exists()    # one bare step writes no run
 
 if __name__ == '__main__':
-    take_step(Path(sys.argv[1]), sys.argv[2])
-    if torch.distributed.is_initialized():               # every rank done with its pairs before any tears them down,
-        torch.distributed.barrier()                     # and gloo's threads must not outlive the interpreter
-        torch.distributed.destroy_process_group()
+    with ranks_ended(): take_step(Path(sys.argv[1]), sys.argv[2])
