@@ -1,16 +1,17 @@
 """One-step generation on the digits default: a mean-velocity (MeanFlow) run, trained from scratch and fine-tuned from
-the plain run (`--init-from`), sampled in 1 and 2 network evaluations, against the plain run's Euler-100 on the same
-seed; and what a training step costs with each objective.
+the plain run (`--init-from`), and a student distilled from the plain run (`--task distill`), sampled in 1, 2 (and 4)
+network evaluations, against the plain run's Euler-100 on the same seed; and what a training step costs with each
+objective.
 
     python benchmarks/one_step.py                    # three seeds, the step cost, the 2-D sets
-    python benchmarks/one_step.py --only cost        # or: digits, points
+    python benchmarks/one_step.py --only distill     # or: cost, digits, points, distill-points
     python benchmarks/one_step.py --seeds 0 --steps 800
 
 Runs go through the command line into runs/bench/one_step/. Writes benchmarks/one_step.json, which
 `run_benchmarks.py --render` turns into a section of RESULTS.md. Run it alone: a second job on two cores slows PyTorch
 by an order of magnitude.
 """
-import argparse, json, statistics, subprocess, sys, tempfile, time
+import argparse, json, shutil, statistics, subprocess, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,18 +20,22 @@ RUNS = HERE.parent / 'runs' / 'bench' / 'one_step'
 MEAN = ['--task.objective', 'meanflow', '--eval.solver', 'mean', '--eval.nfe', '1', '--eval.cfg_scale', '1']
 
 
-def train(out: Path, args: list) -> float:
+def train(out: Path, args: list, wall: bool = False):
     """Train through the CLI into `out` (a finished run there with the same arguments is kept); its training seconds
-    (run_info's, without the final figures)."""
+    (run_info's, without the final figures), and with `wall` also the whole command's seconds."""
     info, asked = out / 'run_info.json', out / 'bench_args.json'
-    if info.exists() and asked.exists() and json.loads(asked.read_text()) == args:
+    if info.exists() and asked.exists() and json.loads(asked.read_text()).get('args') == args:
         final = json.loads(info.read_text()).get('final') or {}
-        if final.get('status') == 'completed': return final['train_seconds']
+        if final.get('status') == 'completed':
+            return (final['train_seconds'], json.loads(asked.read_text())['wall']) if wall else final['train_seconds']
     cmd = [sys.executable, '-m', 'rectiflow.cli', 'train', '--out', str(out), '--overwrite', '--no-progress', *args]
+    t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode: sys.exit(p.stderr[-3000:])
-    asked.write_text(json.dumps(args))
-    return json.loads(info.read_text())['final']['train_seconds']
+    seconds = time.perf_counter() - t0
+    asked.write_text(json.dumps({'args': args, 'wall': seconds}))
+    final = json.loads(info.read_text())['final']['train_seconds']
+    return (final, seconds) if wall else final
 
 
 def figures(run: Path, settings) -> dict:
@@ -42,17 +47,20 @@ def figures(run: Path, settings) -> dict:
     return {f'{s}{n}': setting_figures(c.task, c.models['ema'], e, s, n, is_guided(c.task, e)) for s, n in settings}
 
 
-def step_cost(blocks: int, steps: int) -> dict:
-    """Seconds per optimizer step of the digits UNet: plain, mean-velocity by forward mode (MeanFlow) and by interval
-    splitting, in alternating blocks in this process."""
+def step_cost(blocks: int, steps: int, teacher: Path | None = None) -> dict:
+    """Seconds per optimizer step of the digits UNet: plain, mean-velocity by forward mode (MeanFlow), by interval
+    splitting, and (given a `teacher` run) a distilled student's, in alternating blocks in this process."""
     from rectiflow.config import apply_overrides
     from rectiflow.tasks.registry import preset, make_task
     from rectiflow.run.trainer import Trainer
     loops = {}
     guided = ['--task.mf_guidance', '1.2']
-    for name, extra in (('plain', []), ('meanflow', MEAN[:2] + guided),
-                        ('splitmeanflow', ['--task.objective', 'splitmeanflow', *guided])):
-        cfg = apply_overrides(preset(), extra + ['--run.out', tempfile.mkdtemp()])
+    kinds = [('plain', None, []), ('meanflow', None, MEAN[:2] + guided),
+             ('splitmeanflow', None, ['--task.objective', 'splitmeanflow', *guided])]
+    if teacher is not None:
+        kinds.append(('distill', 'distill', ['--task.teacher', str(teacher), '--task.cache', str(RUNS / 'paths_seed0')]))
+    for name, task, extra in kinds:
+        cfg = apply_overrides(preset(task), extra + ['--run.out', tempfile.mkdtemp()])
         it = Trainer(cfg, make_task(cfg), progress=False).optimizer_steps()
         for _ in range(3): next(it)
         loops[name] = it
@@ -62,12 +70,20 @@ def step_cost(blocks: int, steps: int) -> dict:
             t0 = time.perf_counter()
             for _ in range(steps): next(it)
             times[k].append((time.perf_counter() - t0) / steps)
-    ratios = [m / p for m, p in zip(times['meanflow'], times['plain'])]
-    split = [m / p for m, p in zip(times['splitmeanflow'], times['plain'])]
-    return {'plain_s': statistics.median(times['plain']), 'meanflow_s': statistics.median(times['meanflow']),
-            'ratio': statistics.median(ratios), 'quartiles': statistics.quantiles(ratios, n=4)[::2],
-            'split_s': statistics.median(times['splitmeanflow']), 'split_ratio': statistics.median(split),
-            'split_quartiles': statistics.quantiles(split, n=4)[::2], 'blocks': blocks, 'steps': steps}
+    out = {'blocks': blocks, 'steps': steps, 'plain_s': statistics.median(times['plain'])}
+    for k, short in (('meanflow', ''), ('splitmeanflow', 'split_'), ('distill', 'distill_')):
+        if k not in times: continue
+        ratios = [m / q for m, q in zip(times[k], times['plain'])]
+        out.update({f'{short or "meanflow_"}s': statistics.median(times[k]), f'{short}ratio': statistics.median(ratios),
+                    f'{short}quartiles': statistics.quantiles(ratios, n=4)[::2]})
+    return out
+
+
+def machine() -> str:
+    "This machine in a few words: its cores and the widest vector instructions PyTorch can use."
+    import os
+    flags = Path('/proc/cpuinfo').read_text() if Path('/proc/cpuinfo').exists() else ''
+    return f"{os.cpu_count()} cores, {'AVX512' if 'avx512f' in flags else 'AVX2' if 'avx2' in flags else 'no AVX2'}"
 
 
 def digits_seed(seed: int, steps: int, init_steps: int, guidance: float) -> dict:
@@ -81,6 +97,54 @@ def digits_seed(seed: int, steps: int, init_steps: int, guidance: float) -> dict
     init = ['--init-from', str(RUNS / f'plain_seed{seed}'), '--steps', str(init_steps)]
     out['init'] = {'seconds': train(RUNS / f'init_seed{seed}', s + mf + init)}
     out['init'].update(figures(RUNS / f'init_seed{seed}', [('mean', 1), ('mean', 2)]))
+    return out
+
+
+def distill_seed(seed: int) -> dict:
+    """The plain run of one seed and a student distilled from it (its defaults: paths drawn in the command), with their
+    figures; both commands timed whole (the student's includes drawing its teacher's paths) and by run_info."""
+    teacher, student = RUNS / f'plain_seed{seed}', RUNS / f'distill_seed{seed}'
+    out = {'plain': dict(zip(('seconds', 'wall'), train(teacher, ['--run.seed', str(seed)], wall=True)))}
+    out['plain'].update(figures(teacher, [('euler', 100)]))
+    args = ['--task', 'distill', '--task.teacher', str(teacher), '--run.seed', str(seed),
+            '--task.cache', str(RUNS / f'paths_seed{seed}')]
+    if not (student / 'run_info.json').exists(): shutil.rmtree(RUNS / f'paths_seed{seed}', ignore_errors=True)
+    out['distill'] = dict(zip(('seconds', 'wall'), train(student, args, wall=True)))
+    out['distill'].update(figures(student, [('mean', 1), ('mean', 2), ('mean', 4)]))
+    return out
+
+
+def grids_figure(seed: int, path: Path):
+    "The plain run's Euler-100 grid beside its student's 1- and 2-jump grids, every grid from the same noise."
+    import matplotlib.pyplot as plt
+    import torch
+    from rectiflow.tasks.registry import load_checkpoint
+    from rectiflow.flow.sampling import generate
+    teacher, student = load_checkpoint(RUNS / f'plain_seed{seed}'), load_checkpoint(RUNS / f'distill_seed{seed}')
+    cond = torch.arange(10).repeat(6)
+    def grid(c, solver, nfe, scale):
+        x, _ = generate(c.models['ema'], (len(cond), 1, 8, 8), cond, torch.Generator().manual_seed(7), solver, nfe,
+                        scale, null_label=10, spans=c.task.mean_velocity)
+        return ((x.clamp(-1, 1) + 1) / 2).reshape(6, 10, 8, 8).permute(0, 2, 1, 3).reshape(48, 80)
+    panels = [(grid(teacher, 'euler', 100, teacher.cfg.eval.cfg_scale), 'teacher: Euler, 100 NFE'),
+              (grid(student, 'mean', 1, 1.0), 'student: 1 NFE'), (grid(student, 'mean', 2, 1.0), 'student: 2 NFE')]
+    fig, axs = plt.subplots(1, 3, figsize=(12, 2.8))
+    for ax, (img, title) in zip(axs, panels):
+        ax.imshow(img, cmap='gray_r', vmin=0, vmax=1)
+        ax.set_title(title, fontsize=10)
+        ax.axis('off')
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def distill_points(name: str) -> dict:
+    "A 2-D set: the plain preset's W2 at Euler-100 against its distilled student's at 1 and 2 NFE."
+    teacher = RUNS / f'{name}_plain'
+    out = {'plain': {'seconds': train(teacher, ['--data', name])}}
+    out['plain'].update(figures(teacher, [('euler', 100)]))
+    args = ['--task', 'distill', '--task.teacher', str(teacher), '--task.cache', str(RUNS / f'{name}_paths')]
+    out['distill'] = {'seconds': train(RUNS / f'{name}_distill', args)}
+    out['distill'].update(figures(RUNS / f'{name}_distill', [('mean', 1), ('mean', 2)]))
     return out
 
 
@@ -101,14 +165,14 @@ def main():
     ap.add_argument('--guidance', type=float, default=1.2,
                     help='folded into training (the plain run samples at CFG 1.2)')
     ap.add_argument('--points', default='moons,8gaussians,checkerboard')
-    ap.add_argument('--only', default='', help='cost, digits or points')
+    ap.add_argument('--only', default='', help='cost, digits, points, distill or distill-points')
     a = ap.parse_args()
     path = HERE / 'one_step.json'
     res = json.loads(path.read_text()) if path.exists() else {}
-    if a.only != 'cost': res['date'] = time.strftime('%Y-%m-%d')        # the runs' date; the cost keeps its own
+    if a.only in ('', 'digits', 'points'): res['date'] = time.strftime('%Y-%m-%d')    # those runs' date
     save = lambda: path.write_text(json.dumps(res, indent=1) + '\n')
     if a.only in ('', 'cost'):
-        res['cost'] = {**step_cost(8, 5), 'date': time.strftime('%Y-%m-%d')}
+        res['cost'] = {**step_cost(8, 5), 'date': time.strftime('%Y-%m-%d'), 'machine': machine()}
         save()
         print('cost', res['cost'], flush=True)
     if a.only in ('', 'digits'):
@@ -122,6 +186,21 @@ def main():
             res[f'points_{name}'] = points(name, 2000)
             save()
             print(name, json.dumps(res[f'points_{name}'])[:400], flush=True)
+    if a.only in ('', 'distill'):
+        res['distill_date'] = time.strftime('%Y-%m-%d')
+        for seed in filter(None, a.seeds.split(',')):
+            res[f'distill_seed{seed}'] = distill_seed(int(seed))
+            save()
+            print('distill', seed, json.dumps(res[f'distill_seed{seed}'])[:600], flush=True)
+        grids_figure(0, HERE.parent / 'nbs' / 'images' / 'distill_grids.png')
+        res['cost'] = {**step_cost(8, 5, RUNS / 'plain_seed0'), 'date': time.strftime('%Y-%m-%d'), 'machine': machine()}
+        save()
+        print('cost', res['cost'], flush=True)
+    if a.only in ('', 'distill-points'):
+        for name in ('moons', '8gaussians'):
+            res[f'distill_points_{name}'] = distill_points(name)
+            save()
+            print(name, json.dumps(res[f'distill_points_{name}'])[:400], flush=True)
 
 
 if __name__ == '__main__':
@@ -193,7 +272,68 @@ def markdown(path: Path) -> list[str]:
                   'of as many steps; W2 of 2000 samples beside its noise floor.', '',
                   '| data | plain Euler-100 W2 (floor) | 1 NFE | 2 NFE | training: plain / meanflow |',
                   '|---|---|---|---|---|', *_rows(r, 'points_', 'w2', ('meanflow',)), '']
-    return lines + ['Goals:', *goal_lines(r), '', *WHY, '']
+    return lines + ['Goals:', *goal_lines(r), '', *WHY, '', *distill_markdown(r)]
+
+
+def distill_rows(r: dict) -> list[str]:
+    "A row per digits seed: the teacher's Euler-100 FD, the student's at 1, 2 and 4 NFE, and both runs' seconds."
+    rows = []
+    for name, v in r.items():
+        if not name.startswith('distill_seed'): continue
+        ref, t, s = v['plain']['euler100']['fd'], v['plain'], v['distill']
+        cells = ' | '.join(ratio(s, f'mean{n}', 'fd', ref) for n in (1, 2, 4))
+        rows.append(f"| {name[len('distill_seed'):]} | {ref:.3f} ({t['euler100']['fd_floor']:.3f}) | {cells} | "
+                    f"{t['seconds']:.0f} / {t['wall']:.0f} s | {s['seconds']:.0f} / {s['wall']:.0f} s |")
+    return rows
+
+
+def distill_goals(r: dict) -> list[str]:
+    "Each distillation goal: met, or missed and by how much (worst seed)."
+    seeds = [v for k, v in r.items() if k.startswith('distill_seed')]
+    worst = lambda key: max(v['distill'][key]['fd'] / v['plain']['euler100']['fd'] for v in seeds)
+    out = [f"- {n} NFE: worst seed {worst(f'mean{n}'):.2f}x the teacher's Euler-100 FD against the goal {goal:.2f}x: "
+           f"{'met' if worst(f'mean{n}') <= goal else 'missed'}." for n, goal in ((1, 1.10), (2, 1.03))]
+    over = [v['distill']['wall'] / v['plain']['wall'] for v in seeds]
+    out.append(f"- training time: the student's whole command {min(over):.2f}-{max(over):.2f}x the teacher's whole "
+               f"command against the goal 1.00x: {'met' if max(over) <= 1 else 'missed'}.")
+    for name, v in r.items():
+        if not name.startswith('distill_points_'): continue
+        x = v['distill']['mean1']['w2'] / v['plain']['euler100']['w2']
+        out.append(f"- {name[len('distill_points_'):]}, 1 NFE: {x:.2f}x its Euler-100 W2 against the goal 1.30x: "
+                   f"{'met' if x <= 1.3 else 'missed'}.")
+    return out
+
+
+def distill_markdown(r: dict) -> list[str]:
+    "The distillation section: the digits table, the 2-D rows, the student's step cost and the goals."
+    if not any(k.startswith('distill_seed') for k in r): return []
+    c = r['cost']
+    lines = ['## One-step generation: a student distilled from the plain run (`benchmarks/one_step.py --only distill`)',
+             '', f"_Measured {r.get('distill_date', r['date'])} on this machine, alone: per seed, the digits default "
+             '(the teacher, sampled by Euler at 100 NFE with CFG 1.2) and `rectiflow train --task distill '
+             '--task.teacher RUN` with its defaults (2048 teacher paths by midpoint in 8 guided steps, drawn in the '
+             'command; 800 steps), sampled by the `mean` solver without guidance; FD of 1000 samples of each run\'s '
+             '`best/`. Seconds: run_info\'s training seconds / the whole command (the student\'s includes drawing '
+             'its paths; both include their final figures)._', '',
+             '| seed | teacher Euler-100 FD (floor) | student 1 NFE | 2 NFE | 4 NFE | teacher seconds | '
+             'student seconds |', '|---|---|---|---|---|---|---|', *distill_rows(r), '']
+    pts = [(k[len('distill_points_'):], v) for k, v in r.items() if k.startswith('distill_points_')]
+    if pts:
+        lines += ['The 2-D sets: their presets (2000 steps) against a student of each with its defaults; W2 of 2000 '
+                  'samples.', '', '| data | teacher Euler-100 W2 (floor) | student 1 NFE | 2 NFE | seconds: teacher '
+                  '/ student |', '|---|---|---|---|---|']
+        for name, v in pts:
+            ref = v['plain']['euler100']['w2']
+            lines.append(f"| {name} | {ref:.4g} ({v['plain']['euler100']['w2_floor']:.4g}) | "
+                         f"{ratio(v['distill'], 'mean1', 'w2', ref)} | {ratio(v['distill'], 'mean2', 'w2', ref)} | "
+                         f"{v['plain']['seconds']:.0f} / {v['distill']['seconds']:.0f} s |")
+        lines.append('')
+    if 'distill_s' in c:
+        lines += [f"A student's training step on the digits UNet: {1000 * c['distill_s']:.0f} ms, "
+                  f"{c['distill_ratio']:.2f}x the plain step (quartiles {c['distill_quartiles'][0]:.2f}-"
+                  f"{c['distill_quartiles'][1]:.2f}): its coarser jumps' targets are the student's own finer jumps "
+                  'from fresh noise, forward passes without gradients.', '']
+    return lines + ['Goals:', *distill_goals(r), '']
 
 
 WHY = ['Why they are missed, as far as measured:',

@@ -11,7 +11,7 @@ from pathlib import Path
 from .config import (Config, ConfigError, RunFileWarning, ConfigWarning,
                               EMBEDDED_DATASETS, GATE_NAMES, MODEL_NAMES, SOLVERS,
                               Range, apply_overrides, check_core, is_data_path,
-                              number_arg, read_config_dict)
+                              number_arg, one_step_sampler, read_config_dict)
 
 # %% auto #0
 __all__ = ['FIGURE_FORMATS', 'POSITIVE_INT', 'POSITIVE', 'SEED', 'data_arg', 'model_arg', 'figure_path', 'nfe_list',
@@ -248,7 +248,8 @@ def _base_config(args, core=()) -> Config:
     if args.task: d = {**d, 'run': {**d.get('run', {}), 'task': args.task}}
     task_spec(config_task(d))
     check_core(d, core)
-    return parse_config(d) if args.config else preset(args.task, args.data)
+    if not args.config: return preset(args.task, args.data)
+    return parse_config(one_step_sampler(d, named=d.get('eval') or {}))     # the file's settings over the defaults
 
 # %% ../nbs/43_cli.ipynb #e38e8e4e
 def _pairs(shortcuts: dict) -> list[str]:
@@ -256,17 +257,21 @@ def _pairs(shortcuts: dict) -> list[str]:
     return [x for k, v in shortcuts.items() if v is not None for x in (f'--{k}', str(v))]
 
 def config_from_args(args, overrides, base: Config | None = None) -> Config:
-    "The validated `Config` for the arguments and `--section.field` overrides (on `base` if given)."
+    """The validated `Config` for the arguments and `--section.field` overrides (on `base` if given); the notes of
+    what a setting brought (`one_step_sampler`) are said once the config is accepted."""
     from rectiflow.tasks.registry import validate
     run = _pairs({'run.steps': args.steps, 'run.max_steps': args.max_steps, 'run.out': args.out, 'run.seed': args.seed,
                   'run.profile_steps': getattr(args, 'profile_steps', None), 'run.callbacks': args.callbacks})
-    cfg = base if base is not None else _base_config(args, run + list(overrides))
-    on_top = args.config or base is not None                  # a preset took --data already
-    task = _pairs({'task.model': args.model, 'task.data': args.data if on_top else None,
-                   'task.vae': args.vae if _has_option(cfg, 'vae') else None})
-    cfg = apply_overrides(cfg, run + task + list(overrides))
-    if args.overwrite: cfg.run.overwrite = True
-    return validate(cfg)
+    with warnings.catch_warnings(record=True) as notes:          # a refused config says its error alone
+        cfg = base if base is not None else _base_config(args, run + list(overrides))
+        on_top = args.config or base is not None                  # a preset took --data already
+        task = _pairs({'task.model': args.model, 'task.data': args.data if on_top else None,
+                       'task.vae': args.vae if _has_option(cfg, 'vae') else None})
+        cfg = apply_overrides(cfg, run + task + list(overrides))
+        if args.overwrite: cfg.run.overwrite = True
+        validate(cfg)
+    for n in notes: warnings.warn_explicit(n.message, n.category, n.filename, n.lineno)
+    return cfg
 
 # %% ../nbs/43_cli.ipynb #7004fdae
 def _not_begun(where: Path) -> bool:
@@ -431,9 +436,18 @@ def cmd_evaluate(args) -> int:
         for k, v in rec.items(): print(f"{k:<20} {v:.6g}" if isinstance(v, float) else f"{k:<20} {v}")
     return 0
 
+# %% ../nbs/43_cli.ipynb #fdeb8668
+def _gated_run(args) -> Config | None:
+    """The saved config of the trained run in `--out` that a sampler gate judges, the flags to go on top of it; None:
+    no sampler gate, a `--config` to start from, or no run there."""
+    from rectiflow.tasks.registry import load_config
+    if args.config or 'sampler' not in {n.strip() for n in args.names.split(',')}: return None
+    saved = Path(args.out or config_from_args(args, []).run.out) / 'config.json'
+    return load_config(saved) if saved.is_file() else None
+
 # %% ../nbs/43_cli.ipynb #11c82767
 def cmd_gate(args, overrides) -> int:
-    cfg = config_from_args(args, overrides)
+    cfg = config_from_args(args, overrides, base=_gated_run(args))
     from rectiflow.tools.gates import check_task_model, run_gates       # once the config is checked
     # an unknown gate, or a model that breaks its contract, is refused before the lock writes anything
     check_task_model(cfg, args.names)
@@ -484,7 +498,8 @@ def cmd_sample(args) -> int:
     s = load_run(args.run_dir, trust_code=args.trust_code)
     e = s.task.cfg.eval                     # the run's sampler, where a flag does not say otherwise
     scale = e.cfg_scale if args.cfg_scale is None else args.cfg_scale
-    check_budget(args.nfe or e.nfe, args.solver or e.solver, scale != 1 and bool(s.task.info.n_classes), '--nfe')
+    check_budget(args.nfe or e.nfe, args.solver or e.solver, scale != 1 and bool(s.task.info.n_classes), '--nfe',
+                 spans=s.task.mean_velocity)
     path = Path(args.run_dir)
     # a run's export writes into the run's samples/, a run into its own; an export of its own (a folder to upload)
     # is left as it is: its grid goes into samples/ of the working directory
@@ -497,7 +512,7 @@ def cmd_sample(args) -> int:
     with writer_lock(run_dir, args) if into_run else nullcontext():
         x = s.sample(seed=args.seed, solver=args.solver, nfe=args.nfe, cfg_scale=args.cfg_scale, batch=batch)
         save_figure(s.figure(x, batch), out)
-    print(f"wrote {len(x)} samples to {out}")
+    print(f"wrote {len(x)} samples to {out} ({args.solver or e.solver} solver, {args.nfe or e.nfe} NFE)")
     return 0
 
 # %% ../nbs/43_cli.ipynb #f805aa5a

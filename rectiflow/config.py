@@ -4,20 +4,20 @@
 
 # %% ../nbs/00_config.ipynb #bd47f203
 from __future__ import annotations
-import argparse, dataclasses, json, math, numbers
+import argparse, dataclasses, json, math, numbers, warnings
 from dataclasses import dataclass, field, fields, asdict, is_dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
 __all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'MEAN_VELOCITY_OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS',
-           'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'HF_PREFIX', 'ConfigError',
-           'RunFileWarning', 'ConfigWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig', 'DataConfig',
-           'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig', 'REPAConfig',
-           'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type', 'default_config_of',
-           'save_config', 'read_config_dict', 'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check',
-           'check_ranges', 'tracker_names', 'normalise_section', 'check_sections', 'validate_config', 'check_flow',
-           'check_core', 'number_arg']
+           'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'ONE_STEP_SAMPLER', 'HF_PREFIX',
+           'ConfigError', 'RunFileWarning', 'ConfigWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig',
+           'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig',
+           'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type',
+           'default_config_of', 'save_config', 'read_config_dict', 'one_step_sampler', 'apply_overrides',
+           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'normalise_section',
+           'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -369,6 +369,19 @@ def read_config_dict(path) -> dict:
     _check_sections_are_mappings(data, path)
     return data
 
+# %% ../nbs/00_config.ipynb #6129f853
+SOLVERS = ('euler', 'heun', 'midpoint', 'mean')         # mean: jumps with an average velocity (11_flow.sampling)
+OBJECTIVES = ('flow_matching', 'meanflow', 'splitmeanflow')    # 10_flow.objective, 12_flow.meanflow
+MEAN_VELOCITY_OBJECTIVES = ('meanflow', 'splitmeanflow')        # the model takes a span; runs sample with `mean`
+SCHEDULES = ('constant', 'cosine', 'plateau')
+GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_tools.gates
+TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking
+COMPILE_MODES = ('off', 'model', 'regional')                   # see 21_run.throughput
+T_SAMPLERS = ('uniform', 'logit_normal')
+TOY_2D = ('moons', '8gaussians', 'checkerboard')               # drawn by 03_data.embedded
+EMBEDDED_DATASETS = ('digits',) + TOY_2D                       # the flow task's --data names (32_tasks.flow)
+MODEL_NAMES = ('mlp', 'unet', 'dit')                           # the velocity networks (09_flow.models)
+
 # %% ../nbs/00_config.ipynb #d65653b2
 def _split_overrides(args):
     "Pairs (key, value) from ['--a.b', 'v', '--c.d=w', ...]."
@@ -387,11 +400,33 @@ def _split_overrides(args):
         pairs.append((k, v))
     return pairs
 
+# %% ../nbs/00_config.ipynb #5ee67e0c
+ONE_STEP_SAMPLER = {'solver': 'mean', 'nfe': 1, 'cfg_scale': 1.0}     # how a mean-velocity model samples
+
+def one_step_sampler(d: dict, was: str | None = None, named=()) -> dict:
+    """Config dict `d`, with the eval settings not `named` set to `ONE_STEP_SAMPLER` where its `task.objective`
+    became a mean-velocity one (it `was` another); a `ConfigWarning` says which it set."""
+    task = d.get('task')
+    objective = task.get('objective') if isinstance(task, dict) else None
+    if objective not in MEAN_VELOCITY_OBJECTIVES or was in MEAN_VELOCITY_OBJECTIVES: return d
+    e = d.get('eval') or {}
+    solver = e.get('solver') if 'solver' in named else 'mean'
+    given = {k: v for k, v in ONE_STEP_SAMPLER.items() if k not in named and (k != 'nfe' or solver == 'mean')}
+    changed = {k: v for k, v in given.items() if e.get(k) != v}
+    if changed:
+        words = ', '.join(f"eval.{k} {v if isinstance(v, str) else _bound_words(v)}" for k, v in changed.items())
+        warnings.warn(f"task.objective {objective} samples in one step: {words} (set them to sample otherwise).",
+                      ConfigWarning)
+    return {**d, 'eval': {**e, **given}}
+
 # %% ../nbs/00_config.ipynb #e578431d
 def apply_overrides(cfg: Config, args) -> Config:
-    "A copy of `cfg` with `--section.field value` overrides from `args` applied."
+    """A copy of `cfg` with `--section.field value` overrides from `args` applied (a change to a mean-velocity
+    objective brings the one-step sampler: `one_step_sampler`)."""
     d = config_to_dict(cfg)
-    for key, value in _split_overrides(list(args)):
+    was = d['task'].get('objective') if isinstance(d['task'], dict) else None
+    pairs = _split_overrides(list(args))
+    for key, value in pairs:
         section, _, name = key.partition('.')
         if section not in d:
             raise ConfigError(f"Unknown config section {section!r} in --{key}; known sections: {', '.join(d)}.")
@@ -399,20 +434,8 @@ def apply_overrides(cfg: Config, args) -> Config:
         if name not in d[section]:
             raise ConfigError(f"Unknown config key {key}; known keys in {section}: {', '.join(d[section])}.")
         d[section][name] = value
-    return config_from_dict(d, task_config_type(cfg))
-
-# %% ../nbs/00_config.ipynb #4635b6cb
-SOLVERS = ('euler', 'heun', 'midpoint', 'mean')         # mean: jumps with an average velocity (11_flow.sampling)
-OBJECTIVES = ('flow_matching', 'meanflow', 'splitmeanflow')    # 10_flow.objective, 12_flow.meanflow
-MEAN_VELOCITY_OBJECTIVES = ('meanflow', 'splitmeanflow')        # the model takes a span; runs sample with `mean`
-SCHEDULES = ('constant', 'cosine', 'plateau')
-GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 41_tools.gates
-TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 19_run.tracking
-COMPILE_MODES = ('off', 'model', 'regional')                   # see 21_run.throughput
-T_SAMPLERS = ('uniform', 'logit_normal')
-TOY_2D = ('moons', '8gaussians', 'checkerboard')               # drawn by 03_data.embedded
-EMBEDDED_DATASETS = ('digits',) + TOY_2D                       # the flow task's --data names (32_tasks.flow)
-MODEL_NAMES = ('mlp', 'unet', 'dit')                           # the velocity networks (09_flow.models)
+    named = {key.partition('.')[2] for key, _ in pairs if key.startswith('eval.')}
+    return config_from_dict(one_step_sampler(d, was, named), task_config_type(cfg))
 
 # %% ../nbs/00_config.ipynb #fb7f803e
 HF_PREFIX = 'hf:'           # task.data = hf:PATH: a folder a datasets user saved (06_data.hf)

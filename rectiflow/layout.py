@@ -40,6 +40,7 @@ LAYERS = (
     ('tasks.latents', 'tasks.lines'),                  # ... that reuse the flow task's figures
     ('tasks.registry',),                               # the registry; train(), evaluate(), load_run()
     ('tasks.reflow',),                                 # a task built on a trained run: couplings, a student
+    ('tasks.distill',),                                # a one-step student of a trained run: its paths, jumps
     ('tools.lr_find', 'tools.sweep'),                  # the LR range test; the NFE sweep
     ('tools.gates',),                                  # the gate checks
     ('ui.widgets',),                                   # widgets over run directories

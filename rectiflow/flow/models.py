@@ -47,8 +47,9 @@ class VelocityModel(ModelMixin, ConfigMixin):
 
     @property
     def time_scale(self) -> float:
-        "What times are multiplied by before their sinusoids: diffusers' 1000, or 1 with an interval input."
-        return 1.0 if self.config.get('interval', False) else 1000.0
+        """What times are multiplied by before their sinusoids: the model's `time_scale` where it was built with one
+        (a distilled student keeps its teacher's), else diffusers' 1000, or 1 with an interval input."""
+        return self.config.get('time_scale') or (1.0 if self.config.get('interval', False) else 1000.0)
 
     def diffusers_parts(self) -> dict:
         "The plain diffusers models inside that diffusers alone can sample (name: model); none unless a model says so."
@@ -79,7 +80,7 @@ class MLPVelocity(VelocityModel):
     "An MLP velocity net for vectors of size `dim`, with a time embedding, optional classes and interval input."
     @register_to_config
     def __init__(self, dim: int = 2, hidden: int = 256, layers: int = 4, n_classes: int = 0, t_dim: int = 64,
-                 interval: bool = False):
+                 interval: bool = False, time_scale: float = 0.0):
         super().__init__()
         self.time_proj = Timesteps(t_dim, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.time_embed = TimestepEmbedding(t_dim, hidden)
@@ -115,7 +116,7 @@ class UNetVelocity(VelocityModel):
     @register_to_config
     def __init__(self, sample_size: int = 8, in_channels: int = 1, channels: tuple = (32, 64),
                  layers_per_block: int = 1, attention: bool = False, n_classes: int = 10, norm_groups: int = 16,
-                 interval: bool = False):
+                 interval: bool = False, time_scale: float = 0.0):
         super().__init__()
         if any(c % norm_groups for c in channels):
             raise ConfigError(f"UNet channels {tuple(channels)} must all be divisible by its "
@@ -146,7 +147,8 @@ class DiTVelocity(VelocityModel):
     "Adapter over diffusers `SD3Transformer2DModel` with class tokens, a learned null class and an interval input."
     @register_to_config
     def __init__(self, sample_size: int = 8, in_channels: int = 1, width: int = 128, layers: int = 4,
-                 heads: int = 4, patch_size: int = 2, n_classes: int = 10, interval: bool = False):
+                 heads: int = 4, patch_size: int = 2, n_classes: int = 10, interval: bool = False,
+                 time_scale: float = 0.0):
         super().__init__()
         if width % heads: raise ConfigError(f"model width {width} must be divisible by model.heads {heads}.")
         self.dit = SD3Transformer2DModel(

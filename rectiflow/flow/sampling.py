@@ -87,15 +87,23 @@ def integrate(f, x0: torch.Tensor, nfe: int | None = None, solver: str = 'euler'
     for t, dt in steps: x = step(counted, x, t, dt)
     return x, used
 
+# %% ../../nbs/11_flow.sampling.ipynb #88431a06
+def _cheaper(nfe: int, solver: str, guided: bool, spans: bool) -> str:
+    "What else samples in `nfe` evaluations: the one-evaluation solver the model can use, or no guidance."
+    one = 'mean' if spans else 'euler'          # a mean-velocity model jumps; another takes Euler steps
+    if solver != one and nfe >= (2 if guided else 1): return f", or choose the {one} solver"
+    if guided: return ', or sample unguided (guidance scale 1)' + ('' if solver == one else f' with the {one} solver')
+    return ''
+
 # %% ../../nbs/11_flow.sampling.ipynb #aad67db3
-def check_budget(nfe: int, solver: str, guided: bool = False, what: str = 'eval.nfe'):
+def check_budget(nfe: int, solver: str, guided: bool = False, what: str = 'eval.nfe', spans: bool = False):
     """Raise `ConfigError` where `nfe` evaluations buy no `solver` step, or no whole number of them
-    (a guided step costs twice as many)."""
+    (a guided step costs twice as many); `spans`: the model is a mean-velocity one, which the `mean` solver suits."""
     evals = SOLVERS[solver][1] * (2 if guided else 1)
     how = ' with guidance (each velocity costs 2)' if guided else ''
     if nfe // evals < 1:
         raise ConfigError(f"{what} {nfe} is too small for one {solver} step{how}: it takes {evals} evaluations; "
-                          f"raise {what} to {evals} or more, or choose the euler solver.")
+                          f"raise {what} to {evals} or more{_cheaper(nfe, solver, guided, spans)}.")
     if nfe % evals:
         lo = nfe // evals * evals
         raise ConfigError(f"{what} {nfe} is no whole number of {solver} steps{how}: each takes {evals} "

@@ -292,30 +292,37 @@ RECTIFLOW_USE = ['```python', 'from rectiflow.tasks.registry import load_run', "
                  'x = run.sample(seed=0, batch=batch)', 'fig = run.figure(x, batch)', '```', '',
                  '```sh', 'rectiflow sample path/to/this/folder', 'rectiflow evaluate path/to/this/folder', '```']
 
-def one_step_lines(facts: CardFacts) -> list[str]:
-    "How a mean-velocity run samples (none for another run)."
-    task = facts.config.get('task') or {}
-    if task.get('objective') not in MEAN_VELOCITY_OBJECTIVES: return []
-    w = task.get('mf_guidance', 1.0)
+def one_step_lines(facts: CardFacts, spans: bool | None = None) -> list[str]:
+    "How a mean-velocity run samples (`spans`: its model takes a span; None: its objective says); none for another."
+    task, e = facts.config.get('task') or {}, facts.config['eval']
+    objective = task.get('objective') if isinstance(task, dict) else None
+    if not (objective in MEAN_VELOCITY_OBJECTIVES if spans is None else spans): return []
+    w = task.get('mf_guidance', 1.0) if isinstance(task, dict) else 1.0
     guided = (f" Guidance was folded into training at scale {w:g}: sample at guidance scale 1." if w != 1 else '')
-    how = 'MeanFlow' if task.get('objective') == 'meanflow' else 'interval splitting'
-    return [f'This model predicts the **average** velocity over an interval (a mean-velocity run, by {how}), called '
+    how = {'meanflow': ', by MeanFlow', 'splitmeanflow': ', by interval splitting'}.get(objective, '')
+    jumps = 'one jump' if e['nfe'] == 1 else f"{e['nfe']} jumps"
+    own = (f"This run's sampler is `mean` at {e['nfe']} NFE: `rectiflow sample`, `rectiflow evaluate` and "
+           f"`run.sample` draw in {jumps} as they are." if e['solver'] == 'mean' else
+           f"This run's sampler is `{e['solver']}` at {e['nfe']} NFE; `--solver mean --nfe 1` samples in one jump.")
+    return [f'This model predicts the **average** velocity over an interval (a mean-velocity run{how}), called '
             '`model(x_t, t, cond, span)`: one evaluation is a sample, `x1 = x0 + model(x0, 0, cond, 1)` from noise '
             '`x0`, and `k` evaluations jump along a grid of `k` steps. The `mean` solver does that; the other '
-            f'solvers integrate its instantaneous velocity (span 0), as a plain model\'s.{guided}', '',
+            f'solvers integrate its instantaneous velocity (span 0), as a plain model\'s.{guided}', '', own, '',
             '```sh', 'rectiflow sample path/to/this/folder --solver mean --nfe 1',
             'rectiflow evaluate path/to/this/folder --nfe 1,2,4', '```', '']
 
-def use_lines(facts: CardFacts, folder) -> list[str]:
-    "How to load and sample the export: rectiflow's way, and diffusers' alone where it holds diffusers models."
+def use_lines(facts: CardFacts, folder, spans: bool | None = None) -> list[str]:
+    """How to load and sample the export: rectiflow's way (a mean-velocity model's first: `spans`, as
+    `one_step_lines`), and diffusers' alone where it holds diffusers models."""
     parts = facts.info.get('diffusers_parts') or []
-    if not parts: return ['## Use', '', *one_step_lines(facts), *RECTIFLOW_USE]
+    if not parts: return ['## Use', '', *one_step_lines(facts, spans), *RECTIFLOW_USE]
     classes = {p: diffusers_class(folder, p) for p in parts}
     scheduler = ['FlowMatchEulerDiscreteScheduler'] if (Path(folder) / 'scheduler').is_dir() else []
     loads = [f"{p} = {c}.from_pretrained(REPO, subfolder='{p}')" for p, c in classes.items()]
     loads += [f"scheduler = {s}.from_pretrained(REPO, subfolder='scheduler')" for s in scheduler]
     imports = ', '.join(dict.fromkeys([*classes.values(), *scheduler]))
-    return ['## Use', '', *RECTIFLOW_USE, '', 'With diffusers alone (a local folder, or the Hub id):', '',
+    return ['## Use', '', *one_step_lines(facts, spans), *RECTIFLOW_USE, '',
+            'With diffusers alone (a local folder, or the Hub id):', '',
             '```python', f'from diffusers import {imports}', *loads, '```']
 
 # %% ../../nbs/27_run.cards.ipynb #889783b3
@@ -344,7 +351,8 @@ def model_card(facts: CardFacts, task: Task, folder, license: str | None = None)
     summary = task.summary(facts.final) if facts.final else []
     has_strip = facts.strip is not None or (Path(folder) / STRIP).is_file()
     sections = [intro_lines(facts), quality_lines(facts, summary), strip_lines(facts, has_strip),
-                gate_lines(facts), data_lines(facts), use_lines(facts, folder), training_lines(facts)]
+                gate_lines(facts), data_lines(facts), use_lines(facts, folder, task.mean_velocity),
+                training_lines(facts)]
     body = '\n\n'.join('\n'.join(s) for s in sections if s)
     return ModelCard(f"---\n{card_data(facts, task, license).to_yaml()}\n---\n\n{body}\n")
 

@@ -83,7 +83,11 @@ class Evaluation:
     def __init__(self, tr):
         "Refuse a sampler the strips and quality passes could not run (`check_budget`), before the run starts."
         self.tr, e = tr, tr.cfg.eval
-        check_budget(e.nfe, e.solver, guided=tr.data_info.n_classes > 0 and e.cfg_scale != 1)
+        guided = tr.data_info.n_classes > 0 and e.cfg_scale != 1
+        try: check_budget(e.nfe, e.solver, guided)
+        except ConfigError:         # said again naming what this model can use (a mean-velocity one: the mean jump)
+            check_budget(e.nfe, e.solver, guided, spans=tr.task.mean_velocity)
+            raise
 
     def validation_loss(self, model=None) -> float:
         "Mean validation loss of `model` (default: the raw weights) on the fixed subset, at fixed t and noise."

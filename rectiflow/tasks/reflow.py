@@ -4,7 +4,7 @@
 
 # %% ../../nbs/38_tasks.reflow.ipynb #7e000003
 from __future__ import annotations
-import hashlib, json, math, os, time
+import copy, hashlib, json, math, os, time
 from dataclasses import dataclass, replace
 from pathlib import Path
 import numpy as np
@@ -20,7 +20,8 @@ from ..task import Task
 from .registry import load_checkpoint
 
 # %% auto #0
-__all__ = ['PairItems', 'draw_coupling', 'teacher_digest', 'couplings', 'straightness', 'ReflowConfig', 'ReflowTask']
+__all__ = ['PairItems', 'draw_coupling', 'teacher_digest', 'cached_draws', 'couplings', 'straightness', 'ReflowConfig',
+           'StudentTask', 'ReflowTask']
 
 # %% ../../nbs/38_tasks.reflow.ipynb #7e000006
 class PairItems(TensorItems):
@@ -55,26 +56,31 @@ def teacher_digest(model) -> str:
         h.update(k.encode() + v.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()[:16]
 
-def couplings(teacher, shape, n: int, n_classes: int, e, seed: int, root, chunk: int = 1024, delay: float = 0.0,
-              progress: bool = True) -> PairItems:
-    """`n` couplings of `teacher`, drawn in chunks into a folder under `root` named by what they depend on, each
-    chunk once: a generation that stopped resumes at the first chunk missing."""
-    key = json.dumps([teacher_digest(teacher), list(shape), n, n_classes, e.solver, e.nfe, e.cfg_scale, e.shift, seed,
-                      chunk])
-    folder = Path(root) / hashlib.sha256(key.encode()).hexdigest()[:16]
+def cached_draws(key: list, n: int, draw, seed: int, root, chunk: int = 1024, delay: float = 0.0, desc: str = 'draws',
+                 progress: bool = True) -> dict:
+    """`n` items of `draw(n, seed)` (a dict of tensors), drawn in chunks into a folder under `root` named by `key`
+    (what they depend on), each chunk once: a generation that stopped resumes at the first chunk missing."""
+    folder = Path(root) / hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     parts = []
-    for k in tqdm(range(math.ceil(n / chunk)), desc='couplings', disable=not progress):
+    for k in tqdm(range(math.ceil(n / chunk)), desc=desc, disable=not progress):
         path = folder / f'chunk_{k:05d}.safetensors'
         try: part = load_file(str(path))
         except Exception:                    # not written yet (or torn by a kill): drawn now
-            part = draw_coupling(teacher, shape, min(chunk, n - k * chunk), n_classes, e, _chunk_seed(seed, k))
+            part = draw(min(chunk, n - k * chunk), _chunk_seed(seed, k))
             tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
             save_file(part, str(tmp))
             os.replace(tmp, path)
             if delay: time.sleep(delay)
         parts.append(part)
-    cat = {name: torch.cat([p[name] for p in parts]) for name in parts[0]}
+    return {name: torch.cat([p[name] for p in parts]) for name in parts[0]}
+
+def couplings(teacher, shape, n: int, n_classes: int, e, seed: int, root, chunk: int = 1024, delay: float = 0.0,
+              progress: bool = True) -> PairItems:
+    "`n` couplings of `teacher` (its sampler `e`), cached and resumable by chunk (`cached_draws`)."
+    key = [teacher_digest(teacher), list(shape), n, n_classes, e.solver, e.nfe, e.cfg_scale, e.shift, seed, chunk]
+    draw = lambda m, s: draw_coupling(teacher, shape, m, n_classes, e, s)
+    cat = cached_draws(key, n, draw, seed, root, chunk, delay, 'couplings', progress)
     return PairItems(cat['x0'], cat['x1'], cat.get('cond'))
 
 # %% ../../nbs/38_tasks.reflow.ipynb #7e00000b
@@ -106,8 +112,59 @@ class ReflowConfig(FlowConfig):
     cache: str = ''                           # where couplings are kept ('': the cache folder's reflow/)
     delay: float = ranged(0.0, ge=0)          # seconds to pause after each chunk drawn (kill tests)
 
+# %% ../../nbs/38_tasks.reflow.ipynb #7275c723
+class StudentTask(Task):
+    """A task whose data are drawn from a trained run (its teacher, `task.teacher`): what the teacher's task knows of
+    its data (strips, figures, the quality figure) it still says. Reflow and distillation are ones."""
+    @property
+    def teacher(self):
+        "The teacher run, loaded once: its task, config and EMA model."
+        if getattr(self, '_teacher', None) is None:
+            if not self.opts.teacher:
+                raise ConfigError(f"The {self.kind} task needs a trained run: pass --task.teacher RUN.")
+            self._teacher = load_checkpoint(self.opts.teacher)
+        return self._teacher
+
+    def teacher_model(self):
+        "A fresh copy of the teacher's model holding its EMA weights."
+        model = self.teacher.task.make_model()
+        model.load_state_dict(self.teacher.models['ema'].state_dict())
+        return model
+
+    @property
+    def kind(self) -> str: return type(self).__name__.removesuffix('Task').lower()
+
+    @property
+    def quality_metric(self): return self.teacher.task.quality_metric
+
+@patch
+# what the data are is the teacher's: its strips, figures and quality figures
+def strip_batch(self: StudentTask, val_ds): return self.teacher.task.strip_batch(self.teacher.task.val_ds)
+
+@patch
+def strip_figure(self: StudentTask, samples, batch, title=''):
+    return self.teacher.task.strip_figure(samples, batch, title)
+
+@patch
+def sample_batch(self: StudentTask, n=None, cond=None): return self.teacher.task.sample_batch(n, cond)
+
+@patch
+def sample_figure(self: StudentTask, samples, batch): return self.teacher.task.sample_figure(samples, batch)
+
+@patch
+def quality(self: StudentTask, sample_fn) -> dict:
+    "The teacher task's quality figures of samples the student draws (by its own sampler: `Task.final_quality`)."
+    return self.teacher.task.quality(sample_fn)
+
+@patch
+def summary(self: StudentTask, final):
+    "The teacher task's lines on the final figures, naming the student's sampler."
+    teacher = copy.copy(self.teacher.task)
+    teacher.cfg = replace(teacher.cfg, eval=self.cfg.eval)
+    return teacher.summary(final)
+
 # %% ../../nbs/38_tasks.reflow.ipynb #d704b568
-class ReflowTask(Task):
+class ReflowTask(StudentTask):
     "2-rectified flow: a student, initialised from a teacher run, trained on couplings of the teacher's EMA."
     config = ReflowConfig
     validation_figures = ('straightness',)            # what its validation reports (13_task)
@@ -121,22 +178,10 @@ class ReflowTask(Task):
         return c
 
     @property
-    def teacher(self):
-        "The teacher run, loaded once: its task, config and EMA model."
-        if getattr(self, '_teacher', None) is None:
-            if not self.opts.teacher:
-                raise ConfigError("The reflow task needs a trained run: pass --task.teacher RUN.")
-            self._teacher = load_checkpoint(self.opts.teacher)
-        return self._teacher
-
-    @property
     def teacher_eval(self):
         "The teacher's sampler for the couplings: its run's, with `task.solver` / `task.nfe` where given."
         e, o = self.teacher.cfg.eval, self.opts
         return replace(e, solver=o.solver or e.solver, nfe=o.nfe or e.nfe)
-
-    @property
-    def quality_metric(self): return self.teacher.task.quality_metric
 
 # %% ../../nbs/38_tasks.reflow.ipynb #e14cf5d0
 @patch
@@ -153,26 +198,7 @@ def make_datasets(self: ReflowTask):
 @patch
 def make_model(self: ReflowTask):
     "The teacher's architecture with the teacher's EMA weights."
-    model = self.teacher.task.make_model()
-    model.load_state_dict(self.teacher.models['ema'].state_dict())
-    return model
-
-@patch
-# what the data are is the teacher's: its strips, figures and quality figures
-def strip_batch(self: ReflowTask, val_ds): return self.teacher.task.strip_batch(self.teacher.task.val_ds)
-
-@patch
-def strip_figure(self: ReflowTask, samples, batch, title=''):
-    return self.teacher.task.strip_figure(samples, batch, title)
-
-@patch
-def sample_batch(self: ReflowTask, n=None, cond=None): return self.teacher.task.sample_batch(n, cond)
-
-@patch
-def sample_figure(self: ReflowTask, samples, batch): return self.teacher.task.sample_figure(samples, batch)
-
-@patch
-def summary(self: ReflowTask, final): return self.teacher.task.summary(final)
+    return self.teacher_model()
 
 @patch
 def validation(self: ReflowTask, model, batch: dict) -> dict:

@@ -23,7 +23,7 @@ BUILTIN_TASKS = {'flow': 'rectiflow.tasks.flow:FlowTask', 'vae': 'rectiflow.task
                  'latent-digits': 'rectiflow.tasks.latents:LatentDigitsTask',
                  'filler': 'rectiflow.tasks.filler:FillerTask',
                  'lines': 'rectiflow.tasks.lines:LinesTask', 'sequences': 'rectiflow.tasks.sequences:SequencesTask',
-                 'reflow': 'rectiflow.tasks.reflow:ReflowTask'}
+                 'reflow': 'rectiflow.tasks.reflow:ReflowTask', 'distill': 'rectiflow.tasks.distill:DistillTask'}
 DEFAULT_TASK = 'flow'
 ENTRY_POINT_GROUP = 'rectiflow.tasks'
 _REGISTERED = {}
@@ -257,8 +257,11 @@ class LoadedRun:
     def sample(self, n: int | None = None, cond=None, seed: int = 0, solver: str | None = None, nfe: int | None = None,
                cfg_scale: float | None = None, batch: dict | None = None) -> torch.Tensor:
         "Samples for `batch` (default: `self.batch(n, cond)`) with the run's sampler settings unless given."
+        from rectiflow.flow.sampling import check_budget
         given = {'solver': solver, 'nfe': nfe, 'cfg_scale': cfg_scale}
         e = replace(self.cfg.eval, **{k: v for k, v in given.items() if v is not None})
+        check_budget(e.nfe, e.solver, e.cfg_scale != 1 and bool(self.task.info.n_classes), 'nfe',
+                     spans=self.task.mean_velocity)
         return self.task.sample(self.model, batch if batch is not None else self.batch(n, cond), seed, e)
 
     def figure(self, samples: torch.Tensor, batch: dict):
