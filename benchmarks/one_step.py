@@ -56,7 +56,8 @@ def step_cost(blocks: int, steps: int, teacher: Path | None = None) -> dict:
     loops = {}
     guided = ['--task.mf_guidance', '1.2']
     kinds = [('plain', None, []), ('meanflow', None, MEAN[:2] + guided),
-             ('splitmeanflow', None, ['--task.objective', 'splitmeanflow', *guided])]
+             ('splitmeanflow', None, ['--task.objective', 'splitmeanflow', *guided]),
+             ('splitmeanflow_unguided', None, ['--task.objective', 'splitmeanflow'])]
     if teacher is not None:
         kinds.append(('distill', 'distill', ['--task.teacher', str(teacher), '--task.cache', str(RUNS / 'paths_seed0')]))
     for name, task, extra in kinds:
@@ -71,7 +72,8 @@ def step_cost(blocks: int, steps: int, teacher: Path | None = None) -> dict:
             for _ in range(steps): next(it)
             times[k].append((time.perf_counter() - t0) / steps)
     out = {'blocks': blocks, 'steps': steps, 'plain_s': statistics.median(times['plain'])}
-    for k, short in (('meanflow', ''), ('splitmeanflow', 'split_'), ('distill', 'distill_')):
+    for k, short in (('meanflow', ''), ('splitmeanflow', 'split_'), ('splitmeanflow_unguided', 'split_unguided_'),
+                     ('distill', 'distill_')):
         if k not in times: continue
         ratios = [m / q for m, q in zip(times[k], times['plain'])]
         out.update({f'{short or "meanflow_"}s': statistics.median(times[k]), f'{short}ratio': statistics.median(ratios),
@@ -172,7 +174,9 @@ def main():
     if a.only in ('', 'digits', 'points'): res['date'] = time.strftime('%Y-%m-%d')    # those runs' date
     save = lambda: path.write_text(json.dumps(res, indent=1) + '\n')
     if a.only in ('', 'cost'):
-        res['cost'] = {**step_cost(8, 5), 'date': time.strftime('%Y-%m-%d'), 'machine': machine()}
+        teacher = RUNS / 'plain_seed0'                       # the distilled student's step too, once its teacher is
+        res['cost'] = {**step_cost(8, 5, teacher if (teacher / 'run_info.json').exists() else None),
+                       'date': time.strftime('%Y-%m-%d'), 'machine': machine()}
         save()
         print('cost', res['cost'], flush=True)
     if a.only in ('', 'digits'):
@@ -240,8 +244,10 @@ def goal_lines(r: dict) -> list[str]:
     out.append(f"- a training step {c['ratio']:.2f}x the plain one on the UNet against the goal 1.6x: {verdict}.")
     if 'split_ratio' in c:
         verdict = 'met' if c['split_ratio'] <= 1.4 else f"missed: {c['split_ratio']:.2f}x"
+        unguided = (f" (without guidance folded in, so no pass for the unconditional velocity: "
+                    f"{c['split_unguided_ratio']:.2f}x)" if 'split_unguided_ratio' in c else '')
         out.append(f"- without forward mode (interval splitting), a training step {c['split_ratio']:.2f}x the plain one "
-                   f"against the goal 1.4x: {verdict}.")
+                   f"against the goal 1.4x: {verdict}{unguided}.")
     return out
 
 
@@ -291,9 +297,12 @@ def distill_goals(r: dict) -> list[str]:
     "Each distillation goal: met, or missed and by how much (worst seed)."
     seeds = [v for k, v in r.items() if k.startswith('distill_seed')]
     worst = lambda key: max(v['distill'][key]['fd'] / v['plain']['euler100']['fd'] for v in seeds)
-    out = [f"- {n} NFE: worst seed {worst(f'mean{n}'):.2f}x the teacher's Euler-100 FD against the goal {goal:.2f}x: "
+    out = [f"- {n} NFE: worst seed {worst(f'mean{n}'):.3f}x the teacher's Euler-100 FD against the goal {goal:.2f}x: "
            f"{'met' if worst(f'mean{n}') <= goal else 'missed'}." for n, goal in ((1, 1.10), (2, 1.03))]
     over = [v['distill']['wall'] / v['plain']['wall'] for v in seeds]
+    trained = [v['distill']['seconds'] / v['plain']['seconds'] for v in seeds]
+    out.append(f"- training seconds (run_info's): the student's {min(trained):.2f}-{max(trained):.2f}x the teacher's "
+               f"against the goal 1.00x: {'met' if max(trained) <= 1 else 'missed'}.")
     out.append(f"- training time: the student's whole command {min(over):.2f}-{max(over):.2f}x the teacher's whole "
                f"command against the goal 1.00x: {'met' if max(over) <= 1 else 'missed'}.")
     for name, v in r.items():
@@ -311,16 +320,16 @@ def distill_markdown(r: dict) -> list[str]:
     lines = ['## One-step generation: a student distilled from the plain run (`benchmarks/one_step.py --only distill`)',
              '', f"_Measured {r.get('distill_date', r['date'])} on this machine, alone: per seed, the digits default "
              '(the teacher, sampled by Euler at 100 NFE with CFG 1.2) and `rectiflow train --task distill '
-             '--task.teacher RUN` with its defaults (2048 teacher paths by midpoint in 8 guided steps, drawn in the '
-             'command; 800 steps), sampled by the `mean` solver without guidance; FD of 1000 samples of each run\'s '
+             '--task.teacher RUN` with its defaults (2048 teacher paths by midpoint in 8 guided steps, kept at every '
+             'eighth, drawn in the command; 600 steps), sampled by the `mean` solver without guidance; FD of 1000 samples of each run\'s '
              '`best/`. Seconds: run_info\'s training seconds / the whole command (the student\'s includes drawing '
              'its paths; both include their final figures)._', '',
              '| seed | teacher Euler-100 FD (floor) | student 1 NFE | 2 NFE | 4 NFE | teacher seconds | '
              'student seconds |', '|---|---|---|---|---|---|---|', *distill_rows(r), '']
     pts = [(k[len('distill_points_'):], v) for k, v in r.items() if k.startswith('distill_points_')]
     if pts:
-        lines += ['The 2-D sets: their presets (2000 steps) against a student of each with its defaults; W2 of 2000 '
-                  'samples.', '', '| data | teacher Euler-100 W2 (floor) | student 1 NFE | 2 NFE | seconds: teacher '
+        lines += ['The 2-D sets: their presets (2000 steps) against a student of each with its defaults (the 2-D '
+                  'recipe: 4000 steps of 512 on 16384 paths drawn in 32 steps); W2 of 2000 samples.', '', '| data | teacher Euler-100 W2 (floor) | student 1 NFE | 2 NFE | seconds: teacher '
                   '/ student |', '|---|---|---|---|---|']
         for name, v in pts:
             ref = v['plain']['euler100']['w2']
@@ -331,8 +340,8 @@ def distill_markdown(r: dict) -> list[str]:
     if 'distill_s' in c:
         lines += [f"A student's training step on the digits UNet: {1000 * c['distill_s']:.0f} ms, "
                   f"{c['distill_ratio']:.2f}x the plain step (quartiles {c['distill_quartiles'][0]:.2f}-"
-                  f"{c['distill_quartiles'][1]:.2f}): its coarser jumps' targets are the student's own finer jumps "
-                  'from fresh noise, forward passes without gradients.', '']
+                  f"{c['distill_quartiles'][1]:.2f}): its coarser jumps' targets are the student's own jumps "
+                  'from fresh noise, forward passes without gradients (one call per pass, every item together).', '']
     return lines + ['Goals:', *distill_goals(r), '']
 
 

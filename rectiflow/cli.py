@@ -240,6 +240,14 @@ def _has_option(cfg: Config, name: str) -> bool:
     return is_dataclass(cfg.task) and name in {f.name for f in fields(cfg.task)}
 
 # %% ../nbs/43_cli.ipynb #c3162633
+def _teacher_data(task: str | None, overrides) -> str | None:
+    "For a student task given `--task.teacher RUN`: the dataset that run trained on (the student's recipe follows it)."
+    from rectiflow.config import _split_overrides
+    from rectiflow.tasks.registry import resolve_task
+    read = getattr(resolve_task(task), 'teacher_data', None) if task else None
+    teacher = dict(_split_overrides(list(overrides))).get('task.teacher')
+    return read(teacher) if read and teacher else None
+
 def _base_config(args, core=()) -> Config:
     """The config the arguments start from: a saved file (with --task put in), or the preset of --task and --data;
     its task's name, and its core sections with the overrides `core`, checked before the task is imported."""
@@ -248,7 +256,7 @@ def _base_config(args, core=()) -> Config:
     if args.task: d = {**d, 'run': {**d.get('run', {}), 'task': args.task}}
     task_spec(config_task(d))
     check_core(d, core)
-    if not args.config: return preset(args.task, args.data)
+    if not args.config: return preset(args.task, args.data or _teacher_data(args.task, core))
     return parse_config(one_step_sampler(d, named=d.get('eval') or {}))     # the file's settings over the defaults
 
 # %% ../nbs/43_cli.ipynb #e38e8e4e

@@ -11,6 +11,7 @@ import torch
 from fastcore.basics import patch
 from ..config import Config, ConfigError, check, ranged
 from ..data.batches import TensorItems, FetchedItems
+from ..data.embedded import TOY_2D
 from ..flow.models import interval_keys
 from ..flow.objective import _bcast
 from ..flow.meanflow import item_mse
@@ -19,8 +20,8 @@ from ..eval.metrics import cache_dir
 from .reflow import StudentTask, cached_draws, teacher_digest
 
 # %% auto #0
-__all__ = ['path_points', 'PathSampler', 'PathItems', 'draw_paths', 'teacher_paths', 'jump_pairs', 'own_jumps', 'self_targets',
-           'PathDistillation', 'student_model', 'teacher_gap', 'DistillConfig', 'DistillTask']
+__all__ = ['path_points', 'PathSampler', 'PathItems', 'draw_paths', 'teacher_paths', 'path_jumps', 'level_jump', 'self_targets',
+           'PathDistillation', 'student_model', 'teacher_gap', 'DistillConfig', 'points_recipe', 'DistillTask']
 
 # %% ../../nbs/38_tasks.distill.ipynb #9185616e
 @torch.no_grad()
@@ -79,40 +80,37 @@ def teacher_paths(teacher, shape, n: int, n_classes: int, s: PathSampler, seed: 
     return PathItems(got['path'], got.get('cond'))
 
 # %% ../../nbs/38_tasks.distill.ipynb #b59a656f
-def jump_pairs(n: int, points: int, jumps=(1, 2, 4), generator=None) -> tuple:
-    "Indices `a < b` of kept points for `n` of the `mean` sampler's own jumps, at an NFE drawn from `jumps` for each."
-    nfe = torch.as_tensor(jumps)[torch.randint(len(jumps), (n,), generator=generator)]
+def path_jumps(n: int, points: int, nfe: int, generator=None) -> tuple:
+    """Indices `a < b` of kept points for `n` jumps `1/nfe` long along a path, each starting at any kept point from
+    which it ends on the path: on the sampler's own grid when `points` is `nfe + 1`, also between it when finer."""
     width = (points - 1) // nfe
-    which = (torch.rand(n, generator=generator) * nfe).long()
-    return which * width, (which + 1) * width
+    a = torch.randint(points - width, (n,), generator=generator)
+    return a, a + width
 
 # %% ../../nbs/38_tasks.distill.ipynb #fc286f4c
-@torch.no_grad()
-def own_jumps(model, x, t, cond, span: float, count: torch.Tensor):
-    "`x` after `count` jumps (per item) of the model's own, each `span` long, from times `t`."
-    for j in range(int(count.max()) if len(count) else 0):
-        step = model(x, t + j * span, cond, torch.full_like(t, span))
-        x = torch.where(_bcast(j < count, x).bool(), x + span * step, x)
-    return x
+def level_jump(levels: torch.Tensor, seg: torch.Tensor, j: int) -> tuple:
+    """The time and span of each item's `j`-th jump towards its segment's target: `seg` jumps of its level's own
+    (`1/level` long) reach the segment's start, then two half as long cross it."""
+    coarse = 1.0 / levels
+    k = j - seg                                                     # jumps past the start (< 0: still reaching it)
+    t = torch.where(k < 0, j * coarse, (seg + k.clamp(min=0) / 2) * coarse)
+    return t, torch.where(k < 0, coarse, coarse / 2)
 
 # %% ../../nbs/38_tasks.distill.ipynb #a325fca0
+@torch.no_grad()
 def self_targets(model, x0, cond, levels: torch.Tensor, generator=None):
     """For fresh noise `x0` and a level (NFE) per item: a segment of that level's grid, its start reached by the
-    model's own jumps twice as fine, and its average velocity over the two finer jumps that cross it."""
+    model's own jumps of that level, and its average velocity over the two jumps half as long that cross it."""
     seg = (torch.rand(len(levels), generator=generator) * levels).long().to(x0.device)
-    levels = levels.to(x0.device)
-    fine = (1.0 / (2 * levels)).to(x0.dtype)
-    t0 = torch.zeros_like(fine)
-    start, t, end = x0, t0, x0
-    for lv in levels.unique().tolist():
-        i = (levels == lv).nonzero().flatten()
-        c = None if cond is None else cond[i]
-        s = own_jumps(model, x0[i], t0[i], c, 1 / (2 * lv), 2 * seg[i])
-        e = own_jumps(model, s, seg[i] / lv, c, 1 / (2 * lv), torch.full_like(seg[i], 2))
-        start, end = start.index_copy(0, i, s), end.index_copy(0, i, e)
-    t = seg.to(x0.dtype) / levels
-    span = 1.0 / levels.to(x0.dtype)
-    return start, t, span, (end - start) / _bcast(span, start)
+    levels = levels.to(x0.device, x0.dtype)
+    x, start = x0.clone(), x0.clone()
+    for j in range(int(seg.max()) + 2 if len(seg) else 0):
+        on = (seg + 2 > j).nonzero().flatten()                      # the items that still jump
+        start[on[seg[on] == j]] = x[on[seg[on] == j]]               # ... those at their segment's start
+        t, span = level_jump(levels[on], seg[on], j)
+        step = model(x[on], t, None if cond is None else cond[on], span)
+        x[on] = x[on] + _bcast(span, x[on]) * step
+    return start, seg / levels, 1 / levels, (x - start) * _bcast(levels, x)
 
 # %% ../../nbs/38_tasks.distill.ipynb #13a87120
 class PathDistillation:
@@ -128,7 +126,7 @@ class PathDistillation:
     def on_paths(self, path, generator=None):
         "Start points, times, spans and average velocities of the finest sampler's jumps along teacher paths."
         n, points = path.shape[:2]
-        a, b = (i.to(path.device) for i in jump_pairs(n, points, self.jumps[-1:], generator))
+        a, b = (i.to(path.device) for i in path_jumps(n, points, self.jumps[-1], generator))
         rows = torch.arange(n, device=path.device)
         x_a, x_b = path[rows, a], path[rows, b]
         t, span = a.to(path.dtype) / (points - 1), (b - a).to(path.dtype) / (points - 1)
@@ -177,7 +175,7 @@ class DistillConfig:
     trajectories: int = ranged(2048, gt=0)    # training paths
     val_trajectories: int = ranged(256, gt=0) # validation paths (another seed)
     solver: str = 'midpoint'                  # the teacher's solver along each path
-    steps: int = ranged(8, gt=0)              # ... its steps from noise to data (a multiple of the largest jump NFE)
+    steps: int = ranged(8, gt=0)              # ... its steps from noise to data (a multiple of 2 x the largest jump)
     cfg_scale: float = ranged(-1.0)           # the teacher's guidance along the paths (< 0: its run's eval.cfg_scale)
     jumps: tuple = (1, 2, 4)                  # the NFE the student samples with, doubling from 1: the largest on paths
     path_share: float = ranged(0.5, gt=0, le=1)   # the share of each batch on the paths (the rest: fresh noise)
@@ -186,6 +184,13 @@ class DistillConfig:
     delay: float = ranged(0.0, ge=0)          # seconds to pause after each chunk drawn (kill tests)
 
 # %% ../../nbs/38_tasks.distill.ipynb #d2e896b6
+def points_recipe(c: Config) -> Config:
+    "A 2-D teacher's student: 4000 steps of 512 on 16384 paths drawn in 32 steps, figures as its teacher's preset."
+    c.data.batch_size, c.run.steps, c.run.log_every = 512, 4000, 100
+    c.task.trajectories, c.task.steps = 16384, 32
+    c.eval.every, c.eval.sample_every, c.eval.n_samples = 500, 1000, 2000
+    return c
+
 class DistillTask(StudentTask):
     "A one-step student of a teacher run: a mean-velocity copy of its model, trained on jumps along its paths."
     config = DistillConfig
@@ -193,15 +198,16 @@ class DistillTask(StudentTask):
 
     @classmethod
     def preset(cls, data: str | None = None) -> Config:
-        "800 steps on 2048 paths; sampled by the `mean` solver at 1 NFE, unguided."
+        """600 steps on 2048 paths (a 2-D teacher's, `data`: `points_recipe`); sampled by the `mean` solver at 1 NFE,
+        unguided."""
         c = super().preset(data)
-        c.optim.lr, c.schedule.warmup_steps = 1e-3, 40
+        c.run.steps, c.optim.lr, c.schedule.warmup_steps = 600, 2e-3, 40
         c.eval.solver, c.eval.nfe, c.eval.cfg_scale, c.eval.val_items = 'mean', 1, 1.0, 256
-        return c
+        return points_recipe(c) if data in TOY_2D else c
 
     @classmethod
     def validate(cls, cfg: Config) -> Config:
-        "`Task.validate`, then the paths' solver and the jumps: they double from 1 and end where the paths are kept."
+        "`Task.validate`, then the paths' solver and the jumps: they double from 1, and the paths are kept between."
         super().validate(cfg)
         o = cfg.task
         check(o.solver in SOLVERS and o.solver != 'mean',
@@ -209,17 +215,19 @@ class DistillTask(StudentTask):
         jumps = sorted(int(j) for j in o.jumps)
         check(jumps == [2 ** i for i in range(len(jumps))],
               f"task.jumps {tuple(o.jumps)} must double from 1 (1,2,4,...): a coarser jump is learnt from two finer.")
-        check(o.steps % jumps[-1] == 0, f"task.steps {o.steps} must be a multiple of the largest of task.jumps, "
-                                        f"{jumps[-1]}, so the paths are kept where its jumps end.")
+        check(o.steps % (2 * jumps[-1]) == 0,
+              f"task.steps {o.steps} must be a multiple of twice the largest of task.jumps, {2 * jumps[-1]}: the "
+              "paths are kept where its jumps end and halfway between.")
         return cfg
 
 # %% ../../nbs/38_tasks.distill.ipynb #f254e944
 @patch(as_prop=True)
 def path_sampler(self: DistillTask) -> PathSampler:
-    "How the teacher draws paths: `task.solver` in `task.steps`, kept at the finest jumps' ends, guided as it samples."
+    """How the teacher draws paths: `task.solver` in `task.steps`, kept at the finest jumps' ends and halfway
+    between, guided as it samples."""
     o = self.opts
     scale = o.cfg_scale if o.cfg_scale >= 0 else self.teacher.cfg.eval.cfg_scale
-    return PathSampler(o.solver, o.steps, max(o.jumps) + 1, scale)
+    return PathSampler(o.solver, o.steps, 2 * max(o.jumps) + 1, scale)
 
 # %% ../../nbs/38_tasks.distill.ipynb #42fb7735
 @patch

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import save_file, load_file
 from tqdm.auto import tqdm
 from fastcore.basics import patch
-from ..config import Config, ConfigError, FlowConfig, ranged
+from ..config import Config, ConfigError, FlowConfig, ranged, read_config_dict
 from ..data.batches import TensorItems, FetchedItems, DataInfo
 from ..flow.sampling import guided_velocity, integrate
 from ..eval.metrics import cache_dir
@@ -116,6 +116,23 @@ class ReflowConfig(FlowConfig):
 class StudentTask(Task):
     """A task whose data are drawn from a trained run (its teacher, `task.teacher`): what the teacher's task knows of
     its data (strips, figures, the quality figure) it still says. Reflow and distillation are ones."""
+    @classmethod
+    def preset(cls, data: str | None = None) -> Config:
+        "The task's own config; `data` names the teacher's dataset (`teacher_data`), which a recipe may follow."
+        return super().preset()
+
+    @staticmethod
+    def teacher_data(teacher) -> str | None:
+        """The dataset the run at `teacher` trained on, read from its config.json as JSON (no code runs); None where
+        it names none or is no run (loading it says why)."""
+        from rectiflow.run.checkpoint import evaluation_target
+        try:
+            ckpt, run_dir = evaluation_target(teacher)
+            config = next((p / 'config.json' for p in (run_dir, ckpt) if (p / 'config.json').is_file()), None)
+            data = (read_config_dict(config).get('task') or {}).get('data') if config else None
+        except (ConfigError, OSError): return None
+        return data if isinstance(data, str) else None
+
     @property
     def teacher(self):
         "The teacher run, loaded once: its task, config and EMA model."

@@ -82,3 +82,16 @@ def test_a_teacher_is_required_and_jumps_must_double(tmp_path):
     p = cli_in_process('train', '--task', 'distill', '--task.teacher', tmp_path, '--task.jumps', '1,3', '--out',
                        tmp_path / 'b')
     assert p.returncode == 2 and 'must double from 1' in p.stderr
+
+def test_a_student_follows_its_teachers_data(runs, tmp_path):
+    "A 2-D teacher's student takes the 2-D recipe: the command line reads the teacher's dataset from its config.json."
+    from rectiflow.cli import make_parser, config_from_args
+    def config(*extra):
+        args, rest = make_parser().parse_known_args(['train', '--task', 'distill', *map(str, extra), '--out',
+                                                     str(tmp_path / 'x')])
+        return config_from_args(args, rest)
+    for teacher in (runs.teacher, runs.teacher / 'final'):                        # a run, its export
+        cfg = config('--task.teacher', teacher)
+        assert (cfg.data.batch_size, cfg.run.steps, cfg.task.trajectories, cfg.task.steps) == (512, 4000, 16384, 32)
+    cfg = config('--task.teacher', tmp_path / 'nothing')           # no run there: the digits' recipe (then its error)
+    assert (cfg.data.batch_size, cfg.run.steps) == (128, 600)
