@@ -106,7 +106,8 @@ def self_targets(model, x0, cond, levels: torch.Tensor, generator=None):
     x, start = x0.clone(), x0.clone()
     for j in range(int(seg.max()) + 2 if len(seg) else 0):
         on = (seg + 2 > j).nonzero().flatten()                      # the items that still jump
-        start[on[seg[on] == j]] = x[on[seg[on] == j]]               # ... those at their segment's start
+        at = on[seg[on] == j]                                       # ... those at their segment's start
+        start[at] = x[at]
         t, span = level_jump(levels[on], seg[on], j)
         step = model(x[on], t, None if cond is None else cond[on], span)
         x[on] = x[on] + _bcast(span, x[on]) * step
