@@ -7,9 +7,9 @@ import pytest
 NBS = Path(__file__).resolve().parents[2] / 'nbs'
 
 # chapter: what the cell with the picture runs
-PICTURES = {'11_flow.sampling': 'generate(ring', '12_flow.meanflow': "'1 mean step'",
-            '31_run.trainer': 'LossCurves(watched)', '39_tools.lr_find': 'LRFinder(', '41_tools.gates': 'GateBoard(',
-            '42_ui.widgets': 'lc._repr_mimebundle_()'}
+PICTURES = {'11_flow.sampling': 'generate(ring', '13_flow.meanflow': "'1 mean step'",
+            '32_run.trainer': 'LossCurves(watched)', '42_tools.lr_find': 'LRFinder(', '44_tools.gates': 'GateBoard(',
+            '45_ui.widgets': 'lc._repr_mimebundle_()'}
 
 def picture_cells(chapter: str) -> list[str]:
     "The sources of the chapter's code cells whose committed outputs hold a PNG."
