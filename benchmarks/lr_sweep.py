@@ -12,7 +12,8 @@ import argparse, json, math, platform, tempfile, time
 from pathlib import Path
 import torch
 from rectiflow.config import apply_overrides
-from rectiflow.tasks.registry import preset, task_trainer
+from rectiflow.tasks.registry import preset
+from rectiflow.api import task_trainer
 from rectiflow.run.trainer import NonFiniteError
 from rectiflow.tools.lr_find import lr_find
 

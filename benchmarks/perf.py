@@ -24,7 +24,7 @@ def step_times(run_dir) -> dict:
 def quality_curve(run_result, keys) -> list[dict]:
     "Quality figures `keys` at each kept step checkpoint of a finished run and at its end (the final record)."
     from rectiflow.run.checkpoint import checkpoint_dirs
-    from rectiflow.tasks.registry import evaluate_checkpoint
+    from rectiflow.api import evaluate_checkpoint
     out, times = Path(run_result['out']), step_times(run_result['out'])
     final = run_result['final']
     points = []
@@ -59,7 +59,7 @@ def quality_at_budget(run, seeds=(0, 1, 2)) -> dict:
 
 def samplers(model_dir, nfes=(4, 8, 16, 32, 100), solvers=('euler', 'heun', 'midpoint'), threads: int | None = None) -> dict:
     "Digits quality and time per sample of each solver at each NFE budget, from one trained digits-default model."
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     run = Path(model_dir)
     loaded = load_run(run)
     cfg, task, model = loaded.cfg, loaded.task, loaded.model

@@ -39,7 +39,8 @@ def toys(names, steps):
 
 def stepped_digits_trainer(out):
     "A digits-default trainer writing to `out`, three optimizer steps in: its AdamW and EMA state exist."
-    from rectiflow.tasks.registry import preset, task_trainer
+    from rectiflow.tasks.registry import preset
+    from rectiflow.api import task_trainer
     cfg = preset()
     cfg.run.out = str(out)
     tr = task_trainer(cfg)

@@ -281,30 +281,19 @@ def config_from_args(args, overrides, base: Config | None = None) -> Config:
     for n in notes: warnings.warn_explicit(n.message, n.category, n.filename, n.lineno)
     return cfg
 
-# %% ../nbs/46_cli.ipynb #7004fdae
-def _not_begun(where: Path) -> bool:
-    """Whether `where` holds nothing of a run yet (absent, or only a lock or gate records): what `--resume` starts a
-    run in, as the first launch of a job that always says `--resume`. Never a checkpoint's or an export's path."""
-    from rectiflow.run.files import KEPT, is_run_dir
-    if where.parent.name == 'checkpoints' or where.name in ('best', 'final'): return False
-    if not where.exists(): return True
-    return where.is_dir() and not is_run_dir(where) and all(p.name in KEPT for p in where.iterdir())
-
 # %% ../nbs/46_cli.ipynb #654ef652
 def resume_target(args, overrides):
-    """What `--resume` continues (the newest whole checkpoint; a run killed before its first checkpoint: the run
-    itself, begun again; nothing yet: a new run) and the run's config with the overrides applied."""
+    """What `--resume` continues (`resume_point`: the newest whole checkpoint; a run killed before its first
+    checkpoint: the run itself, begun again; nothing yet: a new run) and the run's config with the overrides applied."""
     if args.overwrite: raise ConfigError("--resume continues a run and --overwrite replaces it; choose one.")
-    from rectiflow.run.files import is_run_dir
-    from rectiflow.run.checkpoint import checkpoint_dirs, find_resume_checkpoint, is_checkpoint
+    from rectiflow.run.checkpoint import resume_point
     from rectiflow.tasks.registry import load_config
     where = Path(args.resume or args.out or config_from_args(args, []).run.out)
-    if _not_begun(where):
+    target, run_dir = resume_point(where)
+    if target is None:
         say(f"rectiflow: nothing to resume in {where} yet: starting the run.")
         return None, _with_out(config_from_args(args, overrides), where)
-    begun = is_run_dir(where) and not is_checkpoint(where) and not checkpoint_dirs(where)
-    target = where if begun else find_resume_checkpoint(where)
-    run_dir = where if begun else target.parent.parent
+    begun = target == run_dir
     saved = run_dir / 'config.json'
     # None: killed before it wrote its config (the command's own config begins it)
     base = load_config(saved, trust_code=args.trust_code) if saved.exists() or not begun else None
@@ -344,14 +333,11 @@ def cmd_train(args, overrides) -> int:
     if args.resume is not None: resume, cfg = resume_target(args, overrides)
     else: resume, cfg = None, config_from_args(args, overrides)
     # imported once the input is checked: a refusal need not wait for them
-    from rectiflow.tasks.registry import train
+    from rectiflow.api import train
     from rectiflow.run.files import check_run_dir
-    from rectiflow.run.exports import is_export
-    from rectiflow.run.checkpoint import find_resume_checkpoint, WEIGHT_PARTS
+    from rectiflow.run.checkpoint import init_source
     from rectiflow.tools.gates import check_task_model
-    # an export as it is (the base of a LoRA run); a run: its newest readable checkpoint
-    init = None if not args.init_from else (Path(args.init_from) if is_export(args.init_from)
-                                            else find_resume_checkpoint(args.init_from, WEIGHT_PARTS))
+    init = init_source(args.init_from) if args.init_from else None    # looked at before the gates spend minutes
     if resume is None: check_run_dir(cfg.run.out, cfg.run.overwrite)     # a look: a used --out is refused untouched
     if args.gates and resume is None: check_task_model(cfg, args.gates)     # before the gates' lock writes anything
     with writer_lock(cfg.run.out, args, always=bool(args.gates)):
@@ -434,7 +420,7 @@ def cmd_sweep(args) -> int:
     return 0
 
 def cmd_evaluate(args) -> int:
-    from rectiflow.tasks.registry import evaluate_checkpoint
+    from rectiflow.api import evaluate_checkpoint
     if args.nfe: return cmd_sweep(args)
     if args.solvers: raise ConfigError("--solvers chooses the solvers of an --nfe sweep; give the budgets too "
                                        "(e.g. --nfe 1,2,4), or leave --solvers out.")
@@ -498,7 +484,7 @@ def cmd_encode(args, overrides) -> int:
 
 # %% ../nbs/46_cli.ipynb #df9374aa
 def cmd_sample(args) -> int:
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     from rectiflow.task import save_figure
     from rectiflow.run.files import is_run_dir
     from rectiflow.run.exports import is_export

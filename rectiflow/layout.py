@@ -4,13 +4,13 @@
 
 # %% ../nbs/01_layout.ipynb #0ba732dd
 from __future__ import annotations
-import ast, importlib
+import ast, importlib, importlib.abc, importlib.machinery, sys, types, warnings
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['LAYERS', 'MOVED', 'MOVED_NAMES', 'package_modules', 'imported_names', 'import_edges', 'import_cycles',
-           'layer_violations', 'folder_of', 'split_folders', 'task_name_uses', 'check_layout', 'lazy_names',
-           'current_module']
+           'layer_violations', 'folder_of', 'split_folders', 'task_name_uses', 'check_layout', 'current_module',
+           'lazy_names', 'moved_names', 'OldModule', 'OldPaths', 'OfferingPackage', 'keep_old_paths']
 
 # %% ../nbs/01_layout.ipynb #b0e51645
 LAYERS = (
@@ -38,9 +38,10 @@ LAYERS = (
     ('run.trainer',),                                  # the Trainer: the loop
     ('tasks.flow', 'tasks.filler', 'tasks.sequences'), # built-in tasks
     ('tasks.latents', 'tasks.lines'),                  # ... that reuse the flow task's figures
-    ('tasks.registry',),                               # the registry; train(), evaluate(), load_run()
+    ('tasks.registry',),                               # the registry; a saved run's task rebuilt
     ('tasks.reflow',),                                 # a task built on a trained run: couplings, a student
     ('tasks.distill',),                                # a one-step student of a trained run: its paths, jumps
+    ('api',),                                          # train(), task_trainer(), load_run(), evaluate_checkpoint()
     ('tools.lr_find', 'tools.sweep'),                  # the LR range test; the NFE sweep
     ('tools.gates',),                                  # the gate checks
     ('ui.widgets',),                                   # widgets over run directories
@@ -199,17 +200,6 @@ def check_layout(pkg_dir, tasks: dict[str, str], layers=LAYERS) -> list[str]:
     cycles = [f"import cycle among {', '.join(c)}" for c in import_cycles(edges)]
     return cycles + layer_violations(edges, layers) + split_folders(layers) + task_name_uses(pkg_dir, tasks)
 
-# %% ../nbs/01_layout.ipynb #f9958998
-def lazy_names(package: str, homes: dict[str, list[str]]):
-    """`__all__`, `__getattr__` and `__dir__` for `package`'s `__init__`: each name in `homes` (module inside
-    `package` -> names) is imported from its module on first use."""
-    where = {name: mod for mod, names in homes.items() for name in names}
-    def __getattr__(name):
-        if name not in where: raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f'{package}.{where[name]}'), name)
-    def __dir__(): return sorted(where)
-    return list(where), __getattr__, __dir__
-
 # %% ../nbs/01_layout.ipynb #8fa8c21c
 MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rectiflow.data.embedded',
          'rectiflow.files': 'rectiflow.data.files', 'rectiflow.shards': 'rectiflow.data.shards',
@@ -229,11 +219,76 @@ MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rect
          'rectiflow.sweep': 'rectiflow.tools.sweep', 'rectiflow.gates': 'rectiflow.tools.gates',
          'rectiflow.widgets': 'rectiflow.ui.widgets'}
 
-# names that left a module for another (the built-in callbacks moved out of the trainer's chapter)
+# names that left a module for another (the built-in callbacks left the trainer's chapter; the API, the registry's)
 MOVED_NAMES = {'rectiflow.run.trainer': {n: 'rectiflow.run.lifecycle' for n in ('ProgressOutput', 'Heartbeat',
-                                                                                'TrackerOutput')}}
+                                                                                'TrackerOutput')},
+               'rectiflow.tasks.registry': {n: 'rectiflow.api' for n in (
+                   'train', 'task_trainer', 'load_run', 'LoadedRun', 'evaluate_checkpoint', 'check_sample_count',
+                   'SAMPLE_BYTES')}}
 
 def current_module(module: str, name: str = '') -> str:
     "Where `module`'s `name` (as a file written by an older rectiflow names them) lives now."
     module = MOVED.get(module, module)
     return MOVED_NAMES.get(module, {}).get(name.split('.')[0], module)
+
+# %% ../nbs/01_layout.ipynb #f9958998
+def lazy_names(package: str, homes: dict[str, list[str]]):
+    """`__all__`, `__getattr__` and `__dir__` for `package`'s `__init__`: each name in `homes` (module inside
+    `package` -> names) is imported from its module on first use; a name of the module `package` was before it was
+    a folder (`MOVED`), from where it lives now, with a warning."""
+    where = {name: mod for mod, names in homes.items() for name in names}
+    def __getattr__(name):
+        if name in where: return getattr(importlib.import_module(f'{package}.{where[name]}'), name)
+        if package in MOVED and not name.startswith('_'):
+            try: return _moved(package, name)
+            except AttributeError: pass
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    def __dir__(): return sorted(where)
+    return list(where), __getattr__, __dir__
+
+# %% ../nbs/01_layout.ipynb #6bfbb315
+def _moved(old: str, name: str, said: str | None = None):
+    """`old`'s attribute `name` from where it lives now, with a `DeprecationWarning` at the caller's caller unless it
+    is in `said` (a module already named in one); AttributeError where it is nowhere."""
+    if name.startswith('_'): raise AttributeError(f"module {old!r} has no attribute {name!r}")
+    home = current_module(old, name)
+    value = getattr(importlib.import_module(home), name)
+    if home != said: warnings.warn(f"{old}.{name} moved to {home}: import it from there.", DeprecationWarning, 3)
+    return value
+
+def moved_names(module: str):
+    "A module's `__getattr__` for the names `MOVED_NAMES` says left it."
+    def __getattr__(name):
+        if name not in MOVED_NAMES.get(module, {}): raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return _moved(module, name)
+    return __getattr__
+
+# %% ../nbs/01_layout.ipynb #ee31ca06
+class OldModule(types.ModuleType):
+    "The stand-in for a module path in `MOVED`: each attribute from where it lives now (`_moved`)."
+    def __getattr__(self, name): return _moved(self.__name__, name, said=MOVED[self.__name__])
+    def __dir__(self): return dir(importlib.import_module(MOVED[self.__name__]))
+
+class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    "The finder, asked last, of the module paths in `MOVED` that no file holds now: each a warned `OldModule`."
+    def find_spec(self, name, path=None, target=None):
+        return importlib.machinery.ModuleSpec(name, self) if name in MOVED else None
+    def create_module(self, spec):
+        new = MOVED[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}: import it from there.", DeprecationWarning, 2)
+        module = OldModule(spec.name)
+        module.__all__ = list(getattr(importlib.import_module(new), '__all__', []))
+        return module
+    def exec_module(self, module): pass
+
+# %% ../nbs/01_layout.ipynb #c060fea1
+class OfferingPackage(types.ModuleType):
+    "A package whose offered names (`__all__`) no old path's stand-in module hides when it is imported under it."
+    def __setattr__(self, name, value):
+        if isinstance(value, OldModule) and name in self.__all__: return
+        super().__setattr__(name, value)
+
+def keep_old_paths(package: str):
+    "Answer `MOVED`'s old module paths (`OldPaths`, once per process) and keep `package`'s offered names its own."
+    if not any(isinstance(f, OldPaths) for f in sys.meta_path): sys.meta_path.append(OldPaths())
+    sys.modules[package].__class__ = OfferingPackage

@@ -287,7 +287,7 @@ def diffusers_class(folder, part: str) -> str:
     try: return json.loads((Path(folder) / part / 'config.json').read_text()).get('_class_name') or 'ModelMixin'
     except (OSError, json.JSONDecodeError): return 'ModelMixin'
 
-RECTIFLOW_USE = ['```python', 'from rectiflow.tasks.registry import load_run', "REPO = 'path/to/this/folder'",
+RECTIFLOW_USE = ['```python', 'from rectiflow import load_run', "REPO = 'path/to/this/folder'",
                  'run = load_run(REPO)                   # the task and its EMA model', 'batch = run.batch()',
                  'x = run.sample(seed=0, batch=batch)', 'fig = run.figure(x, batch)', '```', '',
                  '```sh', 'rectiflow sample path/to/this/folder', 'rectiflow evaluate path/to/this/folder', '```']

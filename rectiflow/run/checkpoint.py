@@ -12,8 +12,8 @@ from safetensors.torch import load_file, save_file
 from diffusers.training_utils import EMAModel
 from ..config import ConfigError, RunFileWarning, RETIRED_SECTIONS
 from .files import (load_pickle, read_part, json_object, check_manifest, Damaged, MANIFEST, is_run_dir,
-                                 read_json, publish_folder)
-from .exports import load_exported_model, check_export
+                                 read_json, publish_folder, KEPT)
+from .exports import load_exported_model, check_export, is_export
 
 # %% auto #0
 __all__ = ['STATE_FILE', 'EMA_FILE', 'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS',
@@ -21,7 +21,7 @@ __all__ = ['STATE_FILE', 'EMA_FILE', 'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOI
            'load_ema_state', 'save_streams', 'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs',
            'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole',
            'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state',
-           'config_differences', 'with_added_fields', 'check_resumable']
+           'not_begun', 'resume_point', 'init_source', 'config_differences', 'with_added_fields', 'check_resumable']
 
 # %% ../../nbs/18_run.checkpoint.ipynb #74ec51ea
 def process_rank() -> tuple[int, int]:
@@ -225,6 +225,37 @@ def restart_state(run_dir) -> dict:
     info = read_json(run_dir / 'run_info.json', 'run record') if (run_dir / 'run_info.json').exists() else {}
     config = read_json(run_dir / 'config.json', 'run config') if (run_dir / 'config.json').exists() else None
     return {'config': config, 'fingerprint': info.get('fingerprint'), 'init_from': info.get('init_from')}
+
+# %% ../../nbs/18_run.checkpoint.ipynb #b9cfc80c
+def not_begun(where) -> bool:
+    """Whether `where` holds nothing of a run yet (absent, or only a lock or gate records): what resuming begins a
+    run in. Never a checkpoint's or an export's path."""
+    where = Path(where)
+    if where.parent.name == 'checkpoints' or where.name in ('best', 'final'): return False
+    if not where.exists(): return True
+    return where.is_dir() and not is_run_dir(where) and all(p.name in KEPT for p in where.iterdir())
+
+def resume_point(where) -> tuple[Path | None, Path]:
+    """`(target, run_dir)` of resuming `where`: the newest whole checkpoint; the run itself where it was killed before
+    its first checkpoint (begun again); `None` where nothing is begun there yet (a new run)."""
+    where = Path(where)
+    if is_export(where):
+        if not is_run_dir(where.parent):
+            raise ConfigError(f"{where} is an export: it keeps no optimizer state to resume. Resume the run it came "
+                              "from, or start a new run from its weights (init_from).")
+        where = where.parent
+    if not_begun(where): return None, where
+    if is_run_dir(where) and not is_checkpoint(where) and not checkpoint_dirs(where): return where, where
+    target = find_resume_checkpoint(where)
+    return target, target.parent.parent
+
+# %% ../../nbs/18_run.checkpoint.ipynb #81fc7de7
+def init_source(path) -> Path:
+    """What starting from `path` reads: an export or a step checkpoint as it is (checked where it is read), else the
+    newest whole checkpoint of the run at `path`."""
+    path = Path(path)
+    if is_export(path) or is_checkpoint(path): return path
+    return find_resume_checkpoint(path, WEIGHT_PARTS)
 
 # %% ../../nbs/18_run.checkpoint.ipynb #e48539c7
 RESUMABLE_CHANGES = {'run.steps', 'run.max_steps', 'run.tracker', 'eval.abort_margin', 'eval.abort_after',

@@ -14,10 +14,10 @@ from ..config import ConfigError, config_to_dict, default_config_of
 from .callbacks import callback_states, load_callback_states
 from .files import (read_part, load_pickle, write_json_atomic, write_manifest, git_commit,
                                  library_versions, attempt, writing, WriteFailed)
-from .exports import export_model
+from .exports import export_model, export_info, export_weights, is_export
 from .checkpoint import (GeneratorState, read_checkpoint, check_checkpoint, publish_checkpoint,
-                                      save_streams, save_state_tree, load_state_tree, is_checkpoint, checkpoint_dirs,
-                                      find_resume_checkpoint, restart_state, check_resumable, STATE_FILE, STREAMS_FILE,
+                                      save_streams, save_state_tree, load_state_tree, is_checkpoint, restart_state,
+                                      resume_point, init_source, check_resumable, STATE_FILE, STREAMS_FILE,
                                       CALLBACKS_FILE, LEGACY_FILES, WEIGHT_PARTS, CHECKPOINT_FORMAT)
 from .sharding import load_full_state
 from ..flow.sampling import flow_scheduler
@@ -25,7 +25,7 @@ from ..flow.models import interval_keys
 
 # %% auto #0
 __all__ = ['Checkpointer', 'checkpoint_facts', 'export_facts', 'restore_global_rng', 'TrainingState', 'Streams', 'legacy_states',
-           'CallbackStates', 'resume_target', 'with_interval', 'start_from']
+           'CallbackStates', 'resume_target', 'with_interval', 'start_weights', 'start_from']
 
 # %% ../../nbs/29_run.checkpointer.ipynb #3e9e0fff
 class Checkpointer:
@@ -167,10 +167,12 @@ class CallbackStates:
 
 # %% ../../nbs/29_run.checkpointer.ipynb #d21234e3
 def resume_target(resume, init_from, cfg, fingerprint: str | None, num_processes: int) -> tuple:
-    """`(checkpoint, init_from, restart)` for `resume`: the checkpoint it names (a run: its newest whole one), checked
-    against `cfg` and the data's `fingerprint`; a run killed before its first checkpoint is begun again (`restart`)."""
+    """`(checkpoint, init_from, restart)` for `resume` (`resume_point`: a run's newest whole checkpoint, an export's
+    run) checked against `cfg` and the data's `fingerprint`, a run killed before its first checkpoint begun again
+    (`restart`); `init_from` as `init_source` reads it."""
+    init_from = None if init_from is None else init_source(init_from)
     if resume is None: return None, init_from, False
-    if not is_checkpoint(resume) and checkpoint_dirs(resume): resume = find_resume_checkpoint(resume)
+    if not is_checkpoint(resume): resume = resume_point(resume)[0] or resume      # nothing begun: refused below
     restart = not is_checkpoint(resume)
     state = restart_state(resume) if restart else read_checkpoint(check_checkpoint(resume), ())['state']
     if state['config'] is None: state['config'] = config_to_dict(cfg)     # killed before it wrote its config
@@ -192,16 +194,27 @@ def with_interval(tr, weights: dict, ema: dict) -> tuple[dict, dict]:
     return {**weights, **fill}, {**ema, 'shadow_params': shadow}
 
 # %% ../../nbs/29_run.checkpointer.ipynb #d62dd183
+def start_weights(tr, path) -> tuple[dict, dict, dict]:
+    """`(weights, ema, state)` starting `tr` from `path`: a step checkpoint's raw weights and EMA, or an export's
+    weights as both (`export_weights`: tensors only), with what it recorded (its config, the task's state)."""
+    if not is_export(path):
+        parts = read_checkpoint(check_checkpoint(path), WEIGHT_PARTS)
+        return parts['model'], parts['ema'], parts['state']
+    weights = export_weights(path)
+    names = [n for n, p in tr.unwrapped.named_parameters() if p.requires_grad and n in weights]
+    ema = {**tr.ema.state_dict(), 'shadow_params': [weights[n].clone() for n in names]}
+    return weights, ema, export_info(path)
+
 def start_from(tr, path):
-    "Start `tr` from the weights and EMA of the checkpoint at `path` (optimizer, schedule, step, streams stay fresh)."
-    parts = read_checkpoint(check_checkpoint(path), WEIGHT_PARTS)
-    state, weights = parts['state'], parts['model']
+    """Start `tr` from the weights and EMA of the checkpoint or export at `path` (optimizer, schedule, step, streams
+    stay fresh)."""
+    weights, ema, state = start_weights(tr, path)
     was, now = state['config'].get('task') or {}, config_to_dict(tr.cfg).get('task') or {}
     changed = [k for k in tr.task.model_options if was.get(k) != now.get(k)]
     if changed:
         raise ConfigError(f"--init-from {path}: its model config differs from this run's: task.{changed[0]} was "
                           f"{was.get(changed[0])!r}, this run has {now.get(changed[0])!r}.")
-    weights, ema = with_interval(tr, weights, parts['ema'])
+    weights, ema = with_interval(tr, weights, ema)
     try:
         if tr.sharded: load_full_state(tr.unwrapped, weights)
         else: tr.unwrapped.load_state_dict(weights)

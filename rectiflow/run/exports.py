@@ -18,7 +18,7 @@ from .files import (MANIFEST, Damaged, write_json_atomic, write_manifest, read_p
 
 # %% auto #0
 __all__ = ['EXPORT_FORMAT', 'EXPORT_VERSION', 'save_weights', 'class_path', 'export_model', 'is_export', 'export_info',
-           'check_export', 'trusting_code', 'import_code', 'load_exported_model']
+           'check_export', 'trusting_code', 'import_code', 'load_exported_model', 'export_weights']
 
 # %% ../../nbs/17_run.exports.ipynb #abe0ae0d
 EXPORT_FORMAT = 'rectiflow-export'
@@ -182,3 +182,19 @@ def load_exported_model(path, build=None, trust_code: bool = False) -> torch.nn.
     name = 'model.safetensors' if info['model'] == 'safetensors' else 'diffusion_pytorch_model.safetensors'
     model.load_state_dict(read_part(path, f'model/{name}', lambda p: load_file(str(p))))
     return model.eval()
+
+# %% ../../nbs/17_run.exports.ipynb #40073867
+def export_weights(path) -> dict[str, torch.Tensor]:
+    "The weights the export at `path` holds (checked whole first), read as tensors only: no model is built."
+    path = check_export(path)
+    how = export_info(path)['model']
+    if how not in ('safetensors', 'diffusers'):
+        raise ConfigError(f"{path} holds LoRA adapters, not a whole model: start from a merged export "
+                          "(lora.merge_export true) or from its base.")
+    name = 'model.safetensors' if how == 'safetensors' else 'diffusion_pytorch_model.safetensors'
+    index = path / 'model' / f'{name}.index.json'
+    files = sorted(set(read_part(path, index.relative_to(path).as_posix(), json_object)['weight_map'].values())
+                   ) if index.is_file() else [name]
+    weights = {}
+    for f in files: weights.update(read_part(path, f'model/{f}', lambda p: load_file(str(p))))
+    return weights

@@ -142,11 +142,7 @@ class LoRA(Callback):
     extension (`15_run.callbacks`): it wraps the model (`on_model`) and writes the exports (`write_export`)."""
     def __init__(self, cfg: Config, init_from=None, resume=None):
         self.cfg, self.opts, self.on, self.base = cfg, cfg.lora, cfg.lora.rank > 0, None
-        if not self.on:
-            if init_from is not None and is_export(init_from):
-                raise ConfigError(f"--init-from {init_from} is an export: a base for LoRA (--lora.rank N); a "
-                                  "full fine-tune starts from a run or a step checkpoint.")
-            return
+        if not self.on: return
         peft_module()
         if cfg.run.fsdp:
             raise ConfigError("lora.rank trains adapters on every process; run.fsdp shards a whole model: "

@@ -17,7 +17,8 @@ from ..flow.vae import RECON_MIN_ACCURACY, load_vae, reconstruction_figures
 from ..run.guards import run_lock
 from ..eval.metrics import reference_classifier
 from ..run.trainer import Trainer, FrozenDraws
-from ..tasks.registry import make_task, task_trainer
+from ..tasks.registry import make_task
+from ..api import task_trainer
 from ..run.files import read_jsonl, write_text_atomic, writing
 from ..task import save_figure
 from ..run.cards import config_digest as config_dict_digest

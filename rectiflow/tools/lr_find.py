@@ -16,7 +16,7 @@ from ..run.schedules import exponential_ramp_lr
 from ..run.files import read_jsonl, written_beside
 from ..run.guards import run_lock
 from ..run.trainer import Trainer, NonFiniteError
-from ..tasks.registry import task_trainer
+from ..api import task_trainer
 
 # %% auto #0
 __all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'preserved', 'run_ramp', 'LRFindResult',

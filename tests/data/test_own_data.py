@@ -87,7 +87,7 @@ def test_encode_with_a_saved_autoencoderkl_then_train_on_the_shards_and_decode(d
     p = cli_in_process('sample', run, '--n', '20')
     assert p.returncode == 0, p.stderr
     assert (run / 'samples' / 'grid_seed0.png').stat().st_size > 1000
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     from rectiflow.flow.vae import ShardDecoder
     z = load_run(run).sample(cond=torch.arange(10), seed=0)
     assert z.shape == (10, 4, 4, 4)

@@ -36,7 +36,7 @@ def test_a_meanflow_run_saves_the_one_step_sampler_and_its_cards_say_it(runs):
 def test_sample_and_load_run_draw_with_one_evaluation(runs):
     p = ok(run_cli('sample', runs.one, '--n', '64', '--out', runs.root / 'one.png'))
     assert '(mean solver, 1 NFE)' in p.stdout, p.stdout
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     run, calls = load_run(runs.one), []
     run.model.register_forward_hook(lambda module, args, out: calls.append(len(args)))
     x = run.sample(64, seed=1)
@@ -60,7 +60,7 @@ def test_named_sampler_flags_are_kept(runs):
 
 def test_one_step_of_a_many_step_solver_is_refused_naming_the_mean_solver(runs):
     from rectiflow.config import ConfigError
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     p = run_cli('sample', runs.heun, '--nfe', '1', '--out', runs.root / 'few.png')
     assert p.returncode == 2 and one_line(p.stderr) and not (runs.root / 'few.png').exists(), p.stderr
     assert '--nfe 1 is too small for one heun step' in p.stderr and 'choose the mean solver' in p.stderr

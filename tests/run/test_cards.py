@@ -44,7 +44,7 @@ def test_best_card_says_what_was_known_when_it_was_written(tiny_run):
     assert 'status' not in c.data.rectiflow and 'not on these weights' in c.text
 
 def test_export_writes_a_folder_that_loads_samples_and_evaluates_like_the_run(tiny_run, tmp_path):
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     out = tmp_path / 'hub' / 'moons-tiny'
     p = cli_in_process('export', tiny_run, out, '--license', 'mit')
     assert p.returncode == 0, p.stderr

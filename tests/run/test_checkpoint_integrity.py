@@ -99,7 +99,7 @@ def test_a_planted_pickle_is_refused_unread_by_every_command_that_reads_a_run(ti
         main_in_process('evaluate', ckpts[-1])[2]
     assert 'optimizer.bin holds code, not data' in main_in_process('train', '--resume', newest)[2]
     from rectiflow.config import ConfigError
-    from rectiflow.tasks.registry import load_run
+    from rectiflow.api import load_run
     with pytest.raises(ConfigError, match='final is damaged: model cannot be read'):
         load_run(current)
     assert not marker.exists()

@@ -99,9 +99,10 @@ def test_sample_and_evaluate_take_a_lora_run(runs, tmp_path):
 @pytest.mark.parametrize('args,message', [
     ([], 'lora.rank 4 trains adapters on a trained model: name it with --init-from'),
     (['--lora.targets', 'to_q', '--init-from', 'BASE'], "lora.targets 'to_q' matches no linear"),
-    (['--lora.rank', '0', '--init-from', 'BASE'], 'is an export: a base for LoRA'),
+    (['--lora.rank', '0', '--init-from', 'ADAPTERS'], 'holds LoRA adapters, not a whole model'),
 ])
 def test_lora_refusals_are_one_line_exit_2(runs, tmp_path, args, message):
-    args = [str(runs.base / 'final') if a == 'BASE' else a for a in args]
+    named = {'BASE': runs.base / 'final', 'ADAPTERS': runs.straight / 'final'}
+    args = [str(named.get(a, a)) for a in args]
     code, _, err = main_in_process('train', *LORA, *args, '--out', tmp_path / 'run')
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

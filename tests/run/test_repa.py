@@ -10,7 +10,8 @@ from safetensors.torch import load_file
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from conftest import cli_in_process, records, final_weights, copy_run
 from rectiflow.config import apply_overrides
-from rectiflow.tasks.registry import preset, task_trainer, load_checkpoint
+from rectiflow.tasks.registry import preset, load_checkpoint
+from rectiflow.api import task_trainer
 from rectiflow.run.lifecycle import run_figures
 from rectiflow.run.files import write_manifest
 from rectiflow.run.checkpoint import load_state_tree

@@ -207,7 +207,8 @@ def test_a_runs_config_holds_no_fault_injection_and_one_with_the_old_debug_secti
 
 def test_the_python_api_resumes_a_run_directory_from_its_newest_checkpoint(tiny_run, tmp_path, one_thread):
     import shutil
-    from rectiflow.tasks.registry import load_config, train
+    from rectiflow.tasks.registry import load_config
+    from rectiflow.api import train
     run = copy_run(tiny_run, tmp_path / 'run')
     for gone in ('final', 'checkpoints/step_000020'): shutil.rmtree(run / gone)
     first = (run / 'metrics.jsonl').read_text().splitlines()[0]         # step 0's record, with the time it took

@@ -56,7 +56,8 @@ def test_gradient_checkpointing_keeps_the_gradients_of_a_diffusers_unet():
 
 def test_bf16_autocast_keeps_the_loss_and_the_ema_in_fp32(tmp_path):
     from rectiflow.config import apply_overrides
-    from rectiflow.tasks.registry import preset, task_trainer
+    from rectiflow.tasks.registry import preset
+    from rectiflow.api import task_trainer
     cfg = apply_overrides(preset(data='moons'), ['--run.precision', 'bf16', '--run.out', str(tmp_path / 'run'),
                                                  '--task.n_train', '512', '--task.n_val', '64', '--data.batch_size', '64'])
     tr = task_trainer(cfg)

@@ -2,7 +2,8 @@
 checkpoint, is put back by the LR range test's restore, and is compared by the resume gate, all from that one definition."""
 import json
 from rectiflow.config import apply_overrides
-from rectiflow.tasks.registry import preset, task_trainer
+from rectiflow.tasks.registry import preset
+from rectiflow.api import task_trainer
 from rectiflow.run.checkpointer import Checkpointer
 from rectiflow.tools.lr_find import preserved
 from rectiflow.tools.gates import resume_gate, flat_state

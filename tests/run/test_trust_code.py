@@ -71,7 +71,7 @@ LOAD_RUN = r'''
 import json, os, sys
 from pathlib import Path
 from rectiflow.config import ConfigError
-from rectiflow.tasks.registry import load_run
+from rectiflow.api import load_run
 for export, cwd, marker in json.loads(sys.argv[1]):
     os.chdir(cwd)
     export, marker = Path(export), Path(marker)
@@ -106,7 +106,8 @@ RESUME = r'''
 import json, sys
 from pathlib import Path
 from rectiflow.config import ConfigError
-from rectiflow.tasks.registry import load_config, train
+from rectiflow.tasks.registry import load_config
+from rectiflow.api import train
 run, marker = Path(sys.argv[1]), Path(sys.argv[2])
 cfg = load_config(run / 'config.json')
 cfg.run.max_steps = 0                                   # on to the run's end, as --max-steps 0

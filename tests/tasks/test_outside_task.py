@@ -111,6 +111,18 @@ def trained(on_path):
 def test_the_tutorial_marks_the_whole_task_as_its_module():
     assert len(CODE) == 6 and CODE[0].startswith('import') and any(s.startswith('class Bars(Task)') for s in CODE), CODE[:1]
 
+def test_the_task_imports_only_from_rectiflow_itself(project):
+    "Everything a Task author needs comes from `rectiflow`: the generated module reaches into none of its modules."
+    import ast
+    tree = ast.parse((project / 'yourpkg' / 'core.py').read_text())
+    ours = [n.module if isinstance(n, ast.ImportFrom) else a.name for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names
+            if (n.module if isinstance(n, ast.ImportFrom) else a.name).split('.')[0] == 'rectiflow']
+    assert ours and set(ours) == {'rectiflow'}, ours
+    code = 'import warnings; warnings.simplefilter("error"); import yourpkg.core'
+    p = subprocess.run([sys.executable, '-c', code], cwd=project, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+
 def test_the_project_is_not_installed_and_imports_through_pythonpath(on_path, project):
     code = 'import yourpkg.core as m, rectiflow.task as t; print(m.__file__, issubclass(m.Bars, t.Task))'
     p = subprocess.run([sys.executable, '-c', code], cwd=on_path, capture_output=True, text=True, timeout=120)
