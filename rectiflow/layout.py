@@ -8,9 +8,10 @@ import ast, importlib, importlib.abc, importlib.machinery, sys, types, warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['LAYERS', 'MOVED', 'MOVED_NAMES', 'package_modules', 'imported_names', 'import_edges', 'import_cycles',
-           'layer_violations', 'folder_of', 'split_folders', 'task_name_uses', 'check_layout', 'current_module',
-           'lazy_names', 'moved_names', 'OldModule', 'OldPaths', 'OfferingPackage', 'keep_old_paths']
+__all__ = ['LAYERS', 'TRAINER_NAMES', 'MOVED', 'MOVED_NAMES', 'package_modules', 'imported_names', 'import_edges',
+           'import_cycles', 'layer_violations', 'folder_of', 'split_folders', 'task_name_uses', 'trainer_writes',
+           'check_layout', 'current_module', 'lazy_names', 'moved_names', 'OldModule', 'OldPaths', 'OfferingPackage',
+           'keep_old_paths']
 
 # %% ../nbs/01_layout.ipynb #b0e51645
 LAYERS = (
@@ -193,12 +194,48 @@ def task_name_uses(pkg_dir, tasks: dict[str, str]) -> list[str]:
             hits.append((where, c.lineno, c.col_offset, msg))
     return [h[-1] for h in sorted(hits)]
 
+# %% ../nbs/01_layout.ipynb #b9e8c7dc
+TRAINER_NAMES = ('tr', 'trainer')                   # what every module calls the Trainer it is handed
+
+# %% ../nbs/01_layout.ipynb #7c9d25d4
+def _is_trainer(node) -> bool:
+    "Whether `node` names a Trainer: `tr`, `trainer`, or `self.trainer`."
+    if isinstance(node, ast.Name): return node.id in TRAINER_NAMES
+    return isinstance(node, ast.Attribute) and node.attr in TRAINER_NAMES and isinstance(node.value, ast.Name)
+
+# %% ../nbs/01_layout.ipynb #4e43a792
+def _written_fields(node) -> list[tuple[ast.AST, str]]:
+    "The (node, field) of each Trainer field that statement `node` assigns."
+    targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+               if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+    flat = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+    hits = [(e, e.attr) for e in flat if isinstance(e, ast.Attribute) and _is_trainer(e.value)]
+    if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'setattr' and node.args \
+            and _is_trainer(node.args[0]):
+        hits.append((node, node.args[1].value if len(node.args) > 1 and _is_str(node.args[1]) else '?'))
+    return hits
+
+# %% ../nbs/01_layout.ipynb #5b6fc1f3
+def trainer_writes(pkg_dir, home: str = 'run.trainer') -> list[str]:
+    "Each assignment to a Trainer's field outside its own module `home`, as `file:line` and the field."
+    hits = []
+    for mod, path in package_modules(pkg_dir).items():
+        if mod == home: continue
+        where = path.relative_to(pkg_dir).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            hits += [(where, n.lineno, f"{where}:{n.lineno} assigns the Trainer's {field} (outside {home}: use a "
+                      "method of the Trainer)") for n, field in _written_fields(node)]
+    return [h[-1] for h in sorted(hits)]
+
 # %% ../nbs/01_layout.ipynb #1104fec6
 def check_layout(pkg_dir, tasks: dict[str, str], layers=LAYERS) -> list[str]:
-    "Every layout problem of the package folder: import cycles, layer and folder violations, branching on task names."
+    """Every layout problem of the package folder: import cycles, layer and folder violations, branching on task names,
+    the Trainer's fields written outside its module."""
     edges = import_edges(pkg_dir)
     cycles = [f"import cycle among {', '.join(c)}" for c in import_cycles(edges)]
-    return cycles + layer_violations(edges, layers) + split_folders(layers) + task_name_uses(pkg_dir, tasks)
+    found = layer_violations(edges, layers) + split_folders(layers) + task_name_uses(pkg_dir, tasks)
+    home = ['run.trainer'] if 'run.trainer' in edges else []                 # a package with a Trainer of its own
+    return cycles + found + (trainer_writes(pkg_dir) if home else [])
 
 # %% ../nbs/01_layout.ipynb #8fa8c21c
 MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rectiflow.data.embedded',
@@ -256,6 +293,7 @@ def _moved(old: str, name: str, said: str | None = None):
     if home != said: warnings.warn(f"{old}.{name} moved to {home}: import it from there.", DeprecationWarning, 3)
     return value
 
+# %% ../nbs/01_layout.ipynb #4929649b
 def moved_names(module: str):
     "A module's `__getattr__` for the names `MOVED_NAMES` says left it."
     def __getattr__(name):
@@ -269,6 +307,7 @@ class OldModule(types.ModuleType):
     def __getattr__(self, name): return _moved(self.__name__, name, said=MOVED[self.__name__])
     def __dir__(self): return dir(importlib.import_module(MOVED[self.__name__]))
 
+# %% ../nbs/01_layout.ipynb #dbd282dc
 class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     "The finder, asked last, of the module paths in `MOVED` that no file holds now: each a warned `OldModule`."
     def find_spec(self, name, path=None, target=None):
@@ -288,6 +327,7 @@ class OfferingPackage(types.ModuleType):
         if isinstance(value, OldModule) and name in self.__all__: return
         super().__setattr__(name, value)
 
+# %% ../nbs/01_layout.ipynb #2c45f04a
 def keep_old_paths(package: str):
     "Answer `MOVED`'s old module paths (`OldPaths`, once per process) and keep `package`'s offered names its own."
     if not any(isinstance(f, OldPaths) for f in sys.meta_path): sys.meta_path.append(OldPaths())

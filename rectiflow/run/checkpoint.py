@@ -4,8 +4,9 @@
 
 # %% ../../nbs/18_run.checkpoint.ipynb #348d71ca
 from __future__ import annotations
-import copy, json, shutil, warnings
+import copy, json, random, shutil, warnings
 from pathlib import Path
+import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
@@ -17,11 +18,12 @@ from .exports import load_exported_model, check_export, is_export
 
 # %% auto #0
 __all__ = ['STATE_FILE', 'EMA_FILE', 'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS',
-           'RESUME_PARTS', 'RESUMABLE_CHANGES', 'process_rank', 'per_process', 'GeneratorState', 'save_ema_state',
-           'load_ema_state', 'save_streams', 'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs',
-           'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole',
-           'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state',
-           'not_begun', 'resume_point', 'init_source', 'config_differences', 'with_added_fields', 'check_resumable']
+           'RESUME_PARTS', 'RESUMABLE_CHANGES', 'process_rank', 'per_process', 'GeneratorState', 'global_rng_state',
+           'restore_global_rng', 'save_ema_state', 'load_ema_state', 'save_streams', 'load_streams', 'save_state_tree',
+           'load_state_tree', 'checkpoint_dirs', 'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint',
+           'check_checkpoint', 'newest_whole', 'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models',
+           'evaluation_target', 'restart_state', 'not_begun', 'resume_point', 'init_source', 'config_differences',
+           'with_added_fields', 'check_resumable']
 
 # %% ../../nbs/18_run.checkpoint.ipynb #74ec51ea
 def process_rank() -> tuple[int, int]:
@@ -51,6 +53,25 @@ class GeneratorState:
         rank, world = process_rank()
         states = d.get('per_rank') or [d['state']]            # a checkpoint from before the per-process states
         self.generator.set_state(states[rank] if len(states) == world else d['state'])
+
+# %% ../../nbs/18_run.checkpoint.ipynb #1043625f
+def global_rng_state() -> dict:
+    "Every global random stream of this process, under the names accelerate's `save_state` gives them."
+    state = {'random_state': random.getstate(), 'numpy_random_seed': np.random.get_state(),
+             'torch_manual_seed': torch.get_rng_state()}
+    if torch.cuda.is_available(): state['torch_cuda_manual_seed'] = torch.cuda.get_rng_state_all()
+    return state
+
+# %% ../../nbs/18_run.checkpoint.ipynb #9aa49ee3
+def restore_global_rng(states: dict, accelerator=None):
+    """Take back the global random states `global_rng_state` (or accelerate's `save_state`) kept, and accelerate's
+    accumulation step where `accelerator` is given and they hold it."""
+    if 'random_state' in states: random.setstate(states['random_state'])
+    if 'numpy_random_seed' in states: np.random.set_state(states['numpy_random_seed'])
+    torch.set_rng_state(states['torch_manual_seed'] if 'torch_manual_seed' in states else states['torch'])
+    cuda = states.get('torch_cuda_manual_seed', states.get('cuda'))
+    if cuda and torch.cuda.is_available(): torch.cuda.set_rng_state_all(cuda)
+    if accelerator is not None and 'step' in states: accelerator.step = states['step']
 
 # %% ../../nbs/18_run.checkpoint.ipynb #090fd935
 STATE_FILE, EMA_FILE, STREAMS_FILE = 'trainer_state.json', 'ema.safetensors', 'streams.safetensors'
@@ -235,6 +256,7 @@ def not_begun(where) -> bool:
     if not where.exists(): return True
     return where.is_dir() and not is_run_dir(where) and all(p.name in KEPT for p in where.iterdir())
 
+# %% ../../nbs/18_run.checkpoint.ipynb #db776701
 def resume_point(where) -> tuple[Path | None, Path]:
     """`(target, run_dir)` of resuming `where`: the newest whole checkpoint; the run itself where it was killed before
     its first checkpoint (begun again); `None` where nothing is begun there yet (a new run)."""

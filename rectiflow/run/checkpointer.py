@@ -15,7 +15,8 @@ from .callbacks import callback_states, load_callback_states
 from .files import (read_part, load_pickle, write_json_atomic, write_manifest, git_commit,
                                  library_versions, attempt, writing, WriteFailed)
 from .exports import export_model, export_info, export_weights, is_export
-from .checkpoint import (GeneratorState, read_checkpoint, check_checkpoint, publish_checkpoint,
+from .checkpoint import (GeneratorState, global_rng_state, restore_global_rng, read_checkpoint,
+                                      check_checkpoint, publish_checkpoint,
                                       save_streams, save_state_tree, load_state_tree, is_checkpoint, restart_state,
                                       resume_point, init_source, check_resumable, STATE_FILE, STREAMS_FILE,
                                       CALLBACKS_FILE, LEGACY_FILES, WEIGHT_PARTS, CHECKPOINT_FORMAT)
@@ -24,8 +25,8 @@ from ..flow.sampling import flow_scheduler
 from ..flow.models import interval_keys
 
 # %% auto #0
-__all__ = ['Checkpointer', 'checkpoint_facts', 'export_facts', 'restore_global_rng', 'TrainingState', 'Streams', 'legacy_states',
-           'CallbackStates', 'resume_target', 'with_interval', 'start_weights', 'start_from']
+__all__ = ['Checkpointer', 'checkpoint_facts', 'export_facts', 'TrainingState', 'Streams', 'legacy_states', 'CallbackStates',
+           'resume_target', 'with_interval', 'start_weights', 'start_from']
 
 # %% ../../nbs/29_run.checkpointer.ipynb #3e9e0fff
 class Checkpointer:
@@ -102,14 +103,6 @@ def load(self: Checkpointer, tr, path):
     tr.load_state_dict({'progress': parts['state']})
 
 # %% ../../nbs/29_run.checkpointer.ipynb #7bfa098d
-def restore_global_rng(states: dict, accelerator):
-    "Take back the global random states accelerate's `save_state` wrote for this process, as its `load_state` does."
-    random.setstate(states['random_state'])
-    np.random.set_state(states['numpy_random_seed'])
-    torch.set_rng_state(states['torch_manual_seed'])
-    if torch.cuda.is_available(): torch.cuda.set_rng_state_all(states['torch_cuda_manual_seed'])
-    if 'step' in states: accelerator.step = states['step']
-
 class TrainingState:
     "The part accelerate keeps: the models it prepared, the optimizer, the schedule, each process's random states."
     reads = ('optimizer', 'scheduler', 'rng')
@@ -128,6 +121,29 @@ class TrainingState:
         tr.scheduler.load_state_dict(parts['scheduler'])
         restore_global_rng(parts['rng'], acc)
 
+# %% ../../nbs/29_run.checkpointer.ipynb #ed16fbe5
+@patch
+def state(self: TrainingState, tr) -> dict:
+    "The same in memory: the random streams, the schedule, the optimizer, the model and those beside it."
+    acc = tr.accelerator
+    beside = [acc.unwrap_model(m).state_dict() for m in acc._models[1:]]
+    return {'rng': global_rng_state(), 'scheduler': tr.scheduler.state_dict(),
+            'optimizer': tr.optimizer.state_dict(), 'model': tr.unwrapped.state_dict(),
+            **({'beside': beside} if beside else {})}
+
+# %% ../../nbs/29_run.checkpointer.ipynb #b828b918
+@patch
+def load_state(self: TrainingState, tr, state: dict):
+    "Take back whatever of `state` gave it holds."
+    if 'model' in state: tr.unwrapped.load_state_dict(state['model'])
+    if 'optimizer' in state:
+        tr.optimizer.load_state_dict(state['optimizer'])
+        tr.optimizer.zero_grad(set_to_none=True)
+    if 'scheduler' in state: tr.scheduler.load_state_dict(state['scheduler'])
+    if 'rng' in state: restore_global_rng(state['rng'])
+    for module, s in zip(tr.accelerator._models[1:], state.get('beside', [])):
+        tr.accelerator.unwrap_model(module).load_state_dict(s)
+
 # %% ../../nbs/29_run.checkpointer.ipynb #0314b6d7
 class Streams:
     "The part of every process's flow generator: gathered (a collective), written by rank 0; each takes its own back."
@@ -141,6 +157,11 @@ class Streams:
 
     def load_part(self, tr, path: Path, parts: dict):
         GeneratorState(self.generator).load_state_dict({'state': parts['streams'][0], 'per_rank': parts['streams']})
+
+    def state(self, tr) -> dict: return {'generator': self.generator.get_state()}       # this process's, in memory
+
+    def load_state(self, tr, state: dict):
+        if 'generator' in state: self.generator.set_state(state['generator'])
 
 # %% ../../nbs/29_run.checkpointer.ipynb #d6fbd4fa
 def legacy_states(path: Path, state: dict) -> dict:
@@ -164,6 +185,13 @@ class CallbackStates:
         states = legacy_states(path, parts['state'])
         if (path / CALLBACKS_FILE).exists(): states.update(read_part(path, CALLBACKS_FILE, load_state_tree))
         load_callback_states(self.callbacks, states)
+
+    def state(self, tr) -> dict:
+        kept = callback_states(self.callbacks)
+        return {'callbacks': kept} if kept else {}
+
+    def load_state(self, tr, state: dict):
+        if 'callbacks' in state: load_callback_states(self.callbacks, state['callbacks'])
 
 # %% ../../nbs/29_run.checkpointer.ipynb #d21234e3
 def resume_target(resume, init_from, cfg, fingerprint: str | None, num_processes: int) -> tuple:

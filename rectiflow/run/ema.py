@@ -73,3 +73,10 @@ def write_part(self: EMA, tr, folder: Path):
 
 @patch
 def load_part(self: EMA, tr, path: Path, parts: dict): self.load_state_dict(parts['ema'])
+
+@patch
+def state(self: EMA, tr) -> dict: return {'ema': self.state_dict()}          # in memory, as its process holds it
+
+@patch
+def load_state(self: EMA, tr, state: dict):
+    if 'ema' in state: self.load_state_dict(state['ema'])

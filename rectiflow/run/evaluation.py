@@ -110,7 +110,8 @@ def maybe_evaluate(self: Evaluation, force: bool = False):
     rec = self.evaluate()
     if quality_due(tr.cfg, tr.step, force): rec.update(self.quality_pass())
     if tr.step == 0: rec['floor'] = 'untrained' if tr.init_from is None else 'init_from'
-    value, tr.last_eval_step = self.metric(rec), tr.step
+    value = self.metric(rec)
+    tr.note_evaluated()
     rec = tr.record({'kind': 'val', **rec})
     tr.callbacks('on_eval', tr, rec)
     if value is None: return                # the metric is a quality figure: the rules see the passes only
@@ -150,8 +151,8 @@ def on_rule_event(self: Evaluation, event: str, value: float):
     if event == 'decay':
         tr.set_lr_schedule(tr.scheduled_lr)                     # the cut applies from the next step
         return tr.record({'kind': 'plateau', 'lr_scale': r.scale, 'lr': tr.lr_at(tr.step)})
-    tr.end_record = tr.record({'kind': event, 'metric': metric, 'value': value, 'best': r.best,
-                               'best_step': r.best_step})
+    tr.end_with(tr.record({'kind': event, 'metric': metric, 'value': value, 'best': r.best,
+                           'best_step': r.best_step}))
 
 # %% ../../nbs/30_run.evaluation.ipynb #211c9eea
 @patch

@@ -102,9 +102,9 @@ def check_run_space(tr):
 
 # %% ../../nbs/31_run.lifecycle.ipynb #879f1f89
 def catch_signals(tr) -> dict:
-    "Make SIGTERM and SIGINT only set `tr.stop_signal` (main thread only); the handlers they replaced."
+    "Make SIGTERM and SIGINT only ask `tr` to stop (`signal_stop`; main thread only); the handlers they replaced."
     if threading.current_thread() is not threading.main_thread(): return {}
-    def flag(signum, frame): tr.stop_signal = signum
+    def flag(signum, frame): tr.signal_stop(signum)
     return {sig: signal.signal(sig, flag) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 # %% ../../nbs/31_run.lifecycle.ipynb #306cc7e5
@@ -120,7 +120,8 @@ def begin_run_dir(tr):
 
 # %% ../../nbs/31_run.lifecycle.ipynb #6af96921
 def start_run(tr):
-    "Room on the disk; a new run's directory and config, or a resumed run's log cut back; the callbacks; the signals."
+    """Room on the disk; a new run's directory and config, or a resumed run's log cut back; the callbacks; the
+    signals caught (the handlers they replaced, for `end_run`)."""
     main_decides(lambda: check_run_space(tr))
     if tr.is_main and tr.resume is None: begin_run_dir(tr)
     if tr.is_main: warn_settings(tr)
@@ -129,7 +130,7 @@ def start_run(tr):
     tr.accelerator.wait_for_everyone()
     if tr.resume is not None: record_sampler_changes(tr)
     tr.log.run_info(run_facts(tr, 'running'))
-    tr._handlers, tr._t_log, tr._items_log, tr._step_log = catch_signals(tr), time.time(), tr.items_done, tr.step
+    return catch_signals(tr)
 
 # %% ../../nbs/31_run.lifecycle.ipynb #948cab6a
 def end_run(tr, end: dict | None, failure: BaseException | None = None):
@@ -176,7 +177,7 @@ def stop_requested(tr) -> bool:
     if tr.accelerator.num_processes > 1:
         flag = torch.tensor([float(stop)], device=tr.accelerator.device)
         stop = bool(tr.accelerator.reduce(flag, 'max').item())
-        if stop and tr.stop_signal is None and tr.stop_reason is None: tr.stop_signal = signal.SIGTERM
+        if stop and tr.stop_signal is None and tr.stop_reason is None: tr.signal_stop(signal.SIGTERM)
     return stop
 
 def stop_run(tr) -> dict:

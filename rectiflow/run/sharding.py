@@ -7,12 +7,13 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 import torch
+from fastcore.basics import patch
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 from safetensors.torch import save_file
 from ..config import Config
 from .callbacks import Callback
-from .checkpoint import per_process, process_rank
+from .checkpoint import per_process, process_rank, global_rng_state, restore_global_rng
 from .throughput import repeated_blocks
 
 # %% auto #0
@@ -73,7 +74,7 @@ class ShardedState:
     def write_part(self, tr, folder: Path):
         model = full_model_state(tr.unwrapped)
         optimizer = full_optimizer_state(tr.unwrapped, tr.optimizer.optimizer)
-        rng = per_process(tr.rng_state())
+        rng = per_process(global_rng_state())
         if not tr.is_main: return
         save_file(model, str(folder / 'model.safetensors'))
         for name, obj in [('optimizer.bin', optimizer), ('scheduler.bin', tr.scheduler.state_dict()),
@@ -83,7 +84,24 @@ class ShardedState:
     def load_part(self, tr, path: Path, parts: dict):
         load_full_state(tr.unwrapped, parts['model'], tr.optimizer.optimizer, parts['optimizer'])
         tr.scheduler.load_state_dict(parts['scheduler'])
-        tr.load_state_dict({'rng': parts['rng'][process_rank()[0]]})
+        restore_global_rng(parts['rng'][process_rank()[0]])
+
+# %% ../../nbs/23_run.sharding.ipynb #5437fe18
+@patch
+def state(self: ShardedState, tr) -> dict:
+    "The same in memory, each process's shards as they are."
+    return {'rng': global_rng_state(), 'scheduler': tr.scheduler.state_dict(),
+            'optimizer': tr.optimizer.state_dict(), 'model': tr.unwrapped.state_dict()}
+
+# %% ../../nbs/23_run.sharding.ipynb #c5ee8930
+@patch
+def load_state(self: ShardedState, tr, state: dict):
+    if 'model' in state: tr.unwrapped.load_state_dict(state['model'])
+    if 'optimizer' in state:
+        tr.optimizer.load_state_dict(state['optimizer'])
+        tr.optimizer.zero_grad(set_to_none=True)
+    if 'scheduler' in state: tr.scheduler.load_state_dict(state['scheduler'])
+    if 'rng' in state: restore_global_rng(state['rng'])
 
 # %% ../../nbs/23_run.sharding.ipynb #a0b1de44
 class Sharding(Callback):

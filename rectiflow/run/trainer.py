@@ -4,7 +4,8 @@
 
 # %% ../../nbs/32_run.trainer.ipynb #7e2238ee
 from __future__ import annotations
-import time
+import copy, time
+from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 import torch
@@ -166,25 +167,11 @@ def set_lr_schedule(self: Trainer, lr_at=None):
 # %% ../../nbs/32_run.trainer.ipynb #c02e919e
 @patch
 def state_dict(self: Trainer) -> dict:
-    "Everything a training step changes: progress, every random stream, schedule, optimizer, EMA, weights, extensions."
-    # causes before effects: where two states differ, the first entry that does tends to say why
-    return {'progress': self.progress_state(), 'generator': self.generator.get_state(), 'rng': self.rng_state(),
-            'scheduler': self.scheduler.state_dict(), 'optimizer': self.optimizer.state_dict(),
-            'ema': self.ema.state_dict(), 'model': self.unwrapped.state_dict(), **self.extension_state()}
-
-@patch
-def extension_state(self: Trainer) -> dict:
-    "The modules accelerate prepared beside the model (REPA's projector) and what the callbacks keep, where any."
-    acc = self.accelerator
-    beside = [acc.unwrap_model(m).state_dict() for m in acc._models[1:]]
-    kept = callback_states(self.callbacks)
-    return {**({'beside': beside} if beside else {}), **({'callbacks': kept} if kept else {})}
-
-@patch
-def rng_state(self: Trainer) -> dict:
-    "This process's global torch streams (CPU and CUDA)."
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-    return {'torch': torch.get_rng_state(), 'cuda': cuda}
+    """Everything a training step changes, from the parts a checkpoint writes (`checkpoint_parts`), in memory: the
+    progress, every random stream, the schedule, optimizer, weights, EMA and what the extensions keep."""
+    state = {'progress': self.progress_state()}      # causes before effects: the first entry that differs says why
+    for part in self.checkpoint_parts(): state.update(part.state(self))
+    return state
 
 @patch
 def progress_state(self: Trainer) -> dict:
@@ -194,22 +181,11 @@ def progress_state(self: Trainer) -> dict:
             'last_eval_step': self.last_eval_step, 'rules': self.rules.state_dict(),
             'accumulation_step': self.accelerator.step, 'task_state': self.task.state_dict()}
 
+# %% ../../nbs/32_run.trainer.ipynb #72034666
 @patch
 def load_state_dict(self: Trainer, state: dict):
     "Take back what `state_dict` gave (any part of it: a checkpoint brings the progress, accelerate the rest)."
-    if 'model' in state: self.unwrapped.load_state_dict(state['model'])
-    if 'optimizer' in state:
-        self.optimizer.load_state_dict(state['optimizer'])
-        self.optimizer.zero_grad(set_to_none=True)
-    if 'scheduler' in state: self.scheduler.load_state_dict(state['scheduler'])
-    if 'ema' in state: self.ema.load_state_dict(state['ema'])
-    if 'generator' in state: self.generator.set_state(state['generator'])
-    if 'rng' in state:
-        torch.set_rng_state(state['rng']['torch'])
-        if state['rng']['cuda']: torch.cuda.set_rng_state_all(state['rng']['cuda'])
-    for module, s in zip(self.accelerator._models[1:], state.get('beside', [])):
-        self.accelerator.unwrap_model(module).load_state_dict(s)
-    if 'callbacks' in state: load_callback_states(self.callbacks, state['callbacks'])
+    for part in self.checkpoint_parts(): part.load_state(self, state)
     if 'progress' in state: self._load_progress(state['progress'])
 
 @patch
@@ -338,7 +314,8 @@ def fit(self: Trainer) -> dict:
     """Train to `run.steps` (or `run.max_steps`), holding the run directory's lock (`21_run.guards`);
     the final record, or the one that says how the run stopped (`31_run.lifecycle`)."""
     with run_lock(self.run_dir):
-        start_run(self)
+        self._handlers = start_run(self)
+        self._open_log_window()
         try: end = self._train()
         except BaseException as e:
             end_run(self, None, failure=e)
@@ -383,7 +360,13 @@ def _log_step(self: Trainer, loss, grad_norm):
            **memory_figures(self.accelerator.device)}
     self.callbacks('on_train_record', self, rec)        # the extensions' figures: TFLOP/s, MFU, graphs, REPA's term
     self.record(rec)
-    self.pending_losses, self._t_log, self._items_log, self._step_log = [], now, self.items_done, self.step
+    self.pending_losses = []
+    self._open_log_window(now)
+
+@patch
+def _open_log_window(self: Trainer, now: float | None = None):
+    "Begin the span the next train record's rates cover: from `now` (the present), this step and these items."
+    self._t_log, self._items_log, self._step_log = time.time() if now is None else now, self.items_done, self.step
 
 # %% ../../nbs/32_run.trainer.ipynb #e0f25d70
 @patch
@@ -395,10 +378,46 @@ def maybe_checkpoint(self: Trainer):
 @patch
 def save_checkpoint(self: Trainer) -> Path: return self.checkpointer.save(self)
 
+# %% ../../nbs/32_run.trainer.ipynb #b6921d79
 @patch
 def request_stop(self: Trainer, reason: str):
     "Ask the loop to stop after this step (a callback's way): it checkpoints and records `stopped` with `reason`."
     self.stop_reason = str(reason)
+
+@patch
+def signal_stop(self: Trainer, signum: int):
+    "Ask the loop to stop after this step for signal `signum` (a handler's way): it checkpoints and records it."
+    self.stop_signal = signum
+
+# %% ../../nbs/32_run.trainer.ipynb #e41fb0d4
+@patch
+def end_with(self: Trainer, record: dict) -> dict:
+    "End the run after this step with the evaluation rules' `record` (an abort, an early stop); return it."
+    self.end_record = record
+    return record
+
+@patch
+def note_evaluated(self: Trainer):
+    "Mark this step evaluated: a forced evaluation at the same step is not run twice."
+    self.last_eval_step = self.step
+
+# %% ../../nbs/32_run.trainer.ipynb #e527ed44
+@patch
+def use_sampler(self: Trainer, sampler, workers: int = 0):
+    "Draw the training batches with `sampler` from now on, in `workers` loader processes (the overfit gate's)."
+    self.sampler = sampler
+    self.loader = make_loader(self.train_ds, sampler, workers, self.task.collate)
+
+# %% ../../nbs/32_run.trainer.ipynb #b4152d1d
+@patch
+@contextmanager
+def preserved(self: Trainer):
+    "Run the `with` block on the trainer, then put back its state (`state_dict`) and its LR schedule."
+    state, lr_at = copy.deepcopy(self.state_dict()), self.lr_at
+    try: yield self
+    finally:
+        self.load_state_dict(state)
+        self.lr_at = lr_at
 
 # %% ../../nbs/32_run.trainer.ipynb #1ecfe125
 class FrozenDraws(torch.utils.data.Dataset):

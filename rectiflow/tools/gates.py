@@ -203,8 +203,7 @@ def overfit_gate(cfg: Config, n_items: int = 32, steps: int = 200, frozen: bool 
         # the deterministic objective (no conditioning dropout): the gate asks whether the items can be memorised
         tr = task_trainer(c, datasets=(FrozenDraws(items) if frozen else items, val_ds, info), model=model,
                           objective=task.make_objective().validation())
-        tr.sampler = AllItems(n_items)            # one batch of all n items every step, whatever the task's batching
-        tr.loader = make_loader(tr.train_ds, tr.sampler, 0, tr.task.collate)
+        tr.use_sampler(AllItems(n_items))         # one batch of all n items every step, whatever the task's batching
         losses = [loss.item() for _, (loss, _g) in zip(_steps_bar(steps, 'overfit', progress), tr.optimizer_steps())]
     start, end = losses[0], float(np.mean(losses[-10:]))
     line = threshold if threshold is not None else fraction * start
@@ -233,6 +232,8 @@ def same_entry(a, b) -> bool:
     "Bitwise equal: tensors of one dtype, shape and value, or equal plain values."
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, np.ndarray):                   # NumPy's random stream
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
     return a == b
 
 # %% ../../nbs/44_tools.gates.ipynb #a72ff763

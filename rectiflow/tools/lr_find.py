@@ -4,8 +4,8 @@
 
 # %% ../../nbs/42_tools.lr_find.ipynb #0d8987bf
 from __future__ import annotations
-import copy, json, math, tempfile
-from contextlib import contextmanager, nullcontext
+import json, math, tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import numpy as np
@@ -19,8 +19,8 @@ from ..run.trainer import Trainer, NonFiniteError
 from ..api import task_trainer
 
 # %% auto #0
-__all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'preserved', 'run_ramp', 'LRFindResult',
-           'curve_end', 'format_suggestion', 'lr_find']
+__all__ = ['smooth_losses', 'steepest_lr', 'descending_runs', 'valley_lr', 'has_descent', 'run_ramp', 'LRFindResult', 'curve_end',
+           'format_suggestion', 'lr_find']
 
 # %% ../../nbs/42_tools.lr_find.ipynb #09aa8df1
 def smooth_losses(losses, beta: float = 0.98) -> list[float]:
@@ -75,16 +75,6 @@ def has_descent(losses, smoothed, suggestion, min_drop: float = 0.1) -> bool:
     if suggestion is None or not len(smoothed): return False
     start = float(np.mean(losses[:max(1, len(losses) // 10)]))
     return bool(min(smoothed) < (1 - min_drop) * start)
-
-# %% ../../nbs/42_tools.lr_find.ipynb #103068f5
-@contextmanager
-def preserved(trainer: Trainer):
-    "Run the `with` block on `trainer`, then put back its state (`Trainer.state_dict`) and its LR schedule."
-    state, lr_at = copy.deepcopy(trainer.state_dict()), trainer.lr_at
-    try: yield trainer
-    finally:
-        trainer.load_state_dict(state)
-        trainer.lr_at = lr_at
 
 # %% ../../nbs/42_tools.lr_find.ipynb #eb7ef1db
 def _global_loss(trainer: Trainer, loss: torch.Tensor) -> float:
@@ -238,7 +228,7 @@ def lr_find(cfg: Config | None, lo: float = 1e-6, hi: float = 1.0, steps: int = 
             beside = written_beside(Path(run_dir) / 'lr_find.jsonl') if run_dir is not None and tr.is_main else None
             with beside or nullcontext() as log:         # the last test's records stand until this one is whole
                 write = (lambda rec: (log.write(json.dumps(rec) + '\n'), log.flush())) if log else None
-                with preserved(tr):
+                with tr.preserved():
                     lrs, losses, smoothed, diverged_at = run_ramp(tr, lo, hi, steps, diverge, beta, progress, write)
                 steep, valley = steepest_lr(lrs, smoothed, span), valley_lr(lrs, smoothed, back, tol)
                 pick = valley if method == 'valley' else steep

@@ -16,7 +16,6 @@ from rectiflow.run.lifecycle import run_figures
 from rectiflow.run.files import write_manifest
 from rectiflow.run.checkpoint import load_state_tree
 from rectiflow.run.repa import REPA
-from rectiflow.tools.lr_find import preserved
 
 # a tiny digits run: 6 steps, records at 2, 4 and 6, checkpoints at 3 and 6; REPA on for steps 1 to 3
 TINY = ['--run.steps', '6', '--run.log_every', '2', '--eval.every', '6', '--eval.sample_every', '6',
@@ -119,7 +118,7 @@ def test_under_gradient_checkpointing_the_activation_is_taken_once_a_step(encode
     assert all(torch.equal(p, q) for p, q in zip(tr.unwrapped.parameters(), plain.unwrapped.parameters()))
     projector = lambda: {k: v.clone() for k, v in tr.state_dict()['beside'][0].items()}
     before = projector()
-    with preserved(tr): train(tr, 1)            # the LR range test's restore puts the projector back too
+    with tr.preserved(): train(tr, 1)            # the LR range test's restore puts the projector back too
     after = projector()
     assert all(torch.equal(before[k], after[k]) for k in before)
 

@@ -5,7 +5,6 @@ from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset
 from rectiflow.api import task_trainer
 from rectiflow.run.checkpointer import Checkpointer
-from rectiflow.tools.lr_find import preserved
 from rectiflow.tools.gates import resume_gate, flat_state
 
 def moons(out, steps=8):
@@ -29,7 +28,7 @@ def test_the_data_position_travels_through_the_checkpoint(tmp_path):
 
 def test_the_range_tests_restore_puts_the_data_position_back(tmp_path):
     tr = train(task_trainer(moons(tmp_path / 'run')), 2)
-    with preserved(tr):
+    with tr.preserved():
         train(tr, 5)
         assert tr.data_pos == [0, 7]
     assert tr.data_pos == [0, 2] and tr.state_dict()['progress']['data_pos'] == [0, 2]
@@ -47,3 +46,34 @@ def test_the_resume_gate_compares_the_data_position_and_names_a_load_that_forget
     monkeypatch.setattr(Checkpointer, 'load', forgets_the_data_position)
     r = resume_gate(cfg)
     assert not r.passed and r.figures['first_differing'][0] == 'progress.data_pos.1', r.figures
+
+def draws(tr) -> tuple:
+    "One draw from every random stream a training step may use: Python's, NumPy's, torch's global one and the flow's."
+    import random, numpy as np, torch
+    return random.random(), float(np.random.rand()), float(torch.rand(())), float(torch.rand((), generator=tr.generator))
+
+def test_every_random_stream_is_equal_after_a_restore(tmp_path):
+    import copy
+    tr = train(task_trainer(moons(tmp_path / 'run')), 2)
+    state = copy.deepcopy(tr.state_dict())
+    first = draws(tr)
+    train(tr, 2)
+    tr.load_state_dict(state)
+    assert draws(tr) == first
+
+def test_the_state_holds_what_a_checkpoint_restores(tmp_path):
+    "A resumed trainer's state equals, entry for entry and bit for bit, the state of the trainer that wrote it."
+    from rectiflow.tools.gates import same_entry
+    cfg = moons(tmp_path / 'run')
+    tr = train(task_trainer(cfg), 3)
+    tr.run_dir.mkdir(parents=True)
+    ckpt = tr.save_checkpoint()
+    written = flat_state(tr.state_dict())
+    assert {'random_state', 'numpy_random_seed', 'torch_manual_seed'} <= {k.split('.')[1] for k in written
+                                                                             if k.startswith('rng.')}
+    first = draws(tr)                                # what the trainer that wrote it draws next
+    resumed = task_trainer(cfg, resume=ckpt)
+    got = flat_state(resumed.state_dict())
+    assert got.keys() == written.keys()
+    assert [k for k in written if not same_entry(written[k], got[k])] == []
+    assert draws(resumed) == first
