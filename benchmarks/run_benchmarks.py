@@ -157,7 +157,7 @@ def overhead_md(res) -> list[str]:
             'torchcfm-style plain loop (AdamW and the loss only: no EMA, schedule or clipping); the gap to it is the price '
             'of that work, not of the trainer.', '',
             '| case | trainer | bare PyTorch | ratio (median of pairs) | quartiles | goal | plain loop | block pairs x steps |',
-            '|---|---|---|---|---|---|---|---|', *rows, '',
+            '|---|---|---|---|---|---|---|---|', *rows, '', *([o['note'], ''] if o.get('note') else []),
             *([o['tiny']['note'], ''] if o.get('tiny', {}).get('note') else [])]
 
 def perf_md(res) -> list[str]:
