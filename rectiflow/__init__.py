@@ -12,7 +12,7 @@ __all__, __getattr__, __dir__ = lazy_names(__name__, {
     'data.batches': ['DataInfo', 'TensorItems', 'FetchedItems', 'collate_items'],
     'flow.objective': ['FlowMatching', 'drop_condition', 'check_velocity_model'],
     'tasks.flow': ['image_grid', 'sample_grid', 'sampler_words'],
-    'run.callbacks': ['Callback'],
+    'run.callbacks': ['Callback', 'Extension'],
     'run.trainer': ['Trainer'],
     'tools.gates': ['run_gates'],
     'run.files': ['read_jsonl'],

@@ -10,14 +10,13 @@ import torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['STEP_EVENTS', 'INDEXED', 'Callback', 'overrides', 'Callbacks', 'callback_states', 'load_callback_states']
+__all__ = ['STEP_EVENTS', 'INDEXED', 'Callback', 'Extension', 'overrides', 'Callbacks', 'callback_states', 'load_callback_states']
 
 # %% ../../nbs/15_run.callbacks.ipynb #6e37be4d
 class Callback:
-    "A hook into the training loop: override the events you need; every default does nothing."
+    """What watches a run: each event goes to every callback in turn, and what it returns is ignored. Override the
+    events you need; every default does nothing."""
     def on_fit_start(self, trainer): pass
-    # each micro-batch's loss: may return another
-    def on_loss(self, trainer, loss: torch.Tensor) -> torch.Tensor: return loss
     def on_step_end(self, trainer): pass                        # after each optimizer step (and its train record)
     def on_record(self, trainer, record: dict): pass            # every record appended to metrics.jsonl
     def on_eval(self, trainer, record: dict): pass              # after each evaluation, its record
@@ -28,21 +27,26 @@ class Callback:
     # what it keeps that a resume must take back (tensors, numbers, strings, lists and dicts of them); {}: nothing
     def state_dict(self) -> dict: return {}
     def load_state_dict(self, state: dict): pass
-    # what an extension adds (see below): build beside the weights, change the gradients, follow the steps, lend weights
-    def on_model(self, trainer, model): return model            # the model made, before the optimizer: may wrap it
-    def trained_parameters(self, trainer) -> list: return []    # parameters it trains beside the model's (after them)
-    def on_built(self, trainer): pass                           # model and optimizer prepared on the device
-    def on_ready(self, trainer): pass                           # built, loaded, the fixed batches made: before step one
-    def forward_window(self, trainer): return None              # a context manager around the objective's forward
-    def loss_term(self, trainer, batch: dict): return None      # a term back-propagated with the loss, not logged
-    def on_before_update(self, trainer): pass                   # the step's gradients, clipped, before the optimizer
-    def on_update(self, trainer): pass                          # after each optimizer step, before its record
-    def weights(self, trainer): return None                     # a context manager lending other weights; None: not
-    def on_train_record(self, trainer, record: dict): pass      # a train record about to be written: add figures
-    def on_run_facts(self, trainer, facts: dict): pass          # run_info.json's facts about to be written: add some
-    # write an export its own way (arguments as `export_model`'s); the last extension that has it writes them all
+
+# %% ../../nbs/15_run.callbacks.ipynb #3ad03128
+class Extension(Callback):
+    """What changes a run as well as watching it: hooks whose values the run uses, each combined over the extensions
+    by the rule beside it (`Callbacks`); every default changes nothing."""
+    def on_loss(self, trainer, loss: torch.Tensor) -> torch.Tensor: return loss    # chained: each takes the last's
+    def on_model(self, trainer, model): return model            # chained: may wrap the model made, before the optimizer
+    def trained_parameters(self, trainer) -> list: return []    # joined, in order: trained beside the model's
+    def on_built(self, trainer): pass                           # each in turn: model and optimizer on the device
+    def on_ready(self, trainer): pass                           # each in turn: built, loaded, before step one
+    def forward_window(self, trainer): return None              # all entered, nested in order: around the forward
+    def loss_term(self, trainer, batch: dict): return None      # summed into what is back-propagated, not logged
+    def on_before_update(self, trainer): pass                   # each in turn: the clipped gradients, before the step
+    def on_update(self, trainer): pass                          # each in turn: after the optimizer step
+    def weights(self, trainer): return None                     # the last lender's: a context manager of other weights
+    def on_train_record(self, trainer, record: dict): pass      # each adds figures to a train record to be written
+    def on_run_facts(self, trainer, facts: dict): pass          # each adds facts to run_info.json's about to be written
+    # the last one's writes the exports (arguments as `export_model`'s)
     def write_export(self, model, run_dir, name: str, info: dict, before_publish=None, scheduler=None): pass
-    # its file, where it is a part of the checkpoint format: then it has `reads`, `write_part` and `load_part`
+    # where it is a part of the checkpoint format, its file: then it is a `CheckpointPart` too (29_run.checkpointer)
     format_part: str | None = None
 
 # %% ../../nbs/15_run.callbacks.ipynb #9cd83de8
@@ -52,8 +56,8 @@ STEP_EVENTS = ('forward_window', 'on_loss', 'loss_term', 'on_before_update', 'on
 INDEXED = (*STEP_EVENTS, 'on_model', 'trained_parameters', 'weights', 'write_export')
 
 def overrides(c, event: str) -> bool:
-    "Whether callback `c` overrides `event` of `Callback` (an object that is no `Callback`: whether it has it)."
-    return hasattr(c, event) and getattr(type(c), event, None) is not getattr(Callback, event, None)
+    "Whether callback `c` overrides `event`'s default (an object that is no `Extension`: whether it has it at all)."
+    return hasattr(c, event) and getattr(type(c), event, None) is not getattr(Extension, event, None)
 
 # %% ../../nbs/15_run.callbacks.ipynb #4be30f7b
 class Callbacks:

@@ -14,6 +14,7 @@ from .files import (is_run_dir, read_jsonl, write_json_atomic, write_text_atomic
                                  write_manifest, writing)
 from .exports import export_info, is_export, check_export
 from .checkpoint import checkpoint_dirs
+from .callbacks import Callback
 from ..task import Task
 
 # %% auto #0
@@ -373,7 +374,7 @@ def write_card(folder, task: Task, which: str, run_dir=None, final: dict | None 
     return path
 
 # %% ../../nbs/28_run.cards.ipynb #5c84cc15
-class ModelCards:
+class ModelCards(Callback):
     "The trainer's model cards (rank 0): each export's before it is published, final/'s again with its figures."
     def on_export_written(self, trainer, name: str, folder: Path):
         write_card(folder, trainer.task, name, trainer.run_dir)

@@ -10,7 +10,7 @@ import torch
 from diffusers.training_utils import EMAModel
 from fastcore.basics import patch
 from ..config import EMAConfig
-from .callbacks import Callback
+from .callbacks import Extension
 from .checkpoint import EMA_FILE, save_ema_state
 from .sharding import full_tensor, like
 
@@ -18,7 +18,7 @@ from .sharding import full_tensor, like
 __all__ = ['EMA']
 
 # %% ../../nbs/25_run.ema.ipynb #a81e7a47
-class EMA(Callback):
+class EMA(Extension):
     "The exponential moving average of a run's trained weights (diffusers' `EMAModel`), lent to evaluation and exports."
     format_part, reads = EMA_FILE, ('ema',)            # a part of the checkpoint format (29_run.checkpointer)
 

@@ -8,7 +8,7 @@ import os, signal, time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from ..config import ConfigError, ranged, check_ranges, _section_from_dict
-from .callbacks import Callback
+from .callbacks import Callback, Extension
 from .files import disk_full
 
 # %% auto #0
@@ -57,7 +57,7 @@ def kill_point(name: str):
     if name and faults().kill_after == name: os.kill(os.getpid(), signal.SIGKILL)
 
 # %% ../../nbs/24_run.faults.ipynb #775f0fe1
-class PoisonLoss(Callback):
+class PoisonLoss(Extension):
     "Fault injection (`nan_at_step`): the loss of optimizer step `step` made NaN, on process `rank` (-1: all)."
     def __init__(self, step: int, rank: int = -1): self.at, self.rank = step, rank
     def on_loss(self, tr, loss):

@@ -13,7 +13,7 @@ from diffusers.training_utils import EMAModel
 from safetensors.torch import load_file, load_model
 from fastcore.basics import patch
 from ..config import Config, ConfigError, LoRAConfig, config_to_dict
-from .callbacks import Callback
+from .callbacks import Extension
 from .files import write_json_atomic, read_json, read_part, load_pickle
 from .exports import class_path, export_info, export_model, is_export, load_exported_model, check_export
 from .checkpoint import checkpoint_models, checkpoint_weights, process_rank, load_ema_state
@@ -137,7 +137,7 @@ def exported_model(path, build) -> nn.Module:
     return saved_models(path, build())['ema']
 
 # %% ../../nbs/26_run.lora.ipynb #7e738029
-class LoRA(Callback):
+class LoRA(Extension):
     """A run's low-rank adapters (`lora.rank` > 0) on the frozen base `--init-from` names; with rank 0 nothing. An
     extension (`15_run.callbacks`): it wraps the model (`on_model`) and writes the exports (`write_export`)."""
     def __init__(self, cfg: Config, init_from=None, resume=None):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from fastcore.basics import patch
 from ..config import Config, ConfigError
-from .callbacks import Callback
+from .callbacks import Extension
 from .throughput import repeated_blocks
 
 # %% auto #0
@@ -246,7 +246,7 @@ class TermLog:
         self.count = state['count']
 
 # %% ../../nbs/27_run.repa.ipynb #a46b1fcf
-class REPA(Callback):
+class REPA(Extension):
     "REPA in a run, an extension: the frozen encoder, a capture on the aligned block, the projector trained beside it."
     def __init__(self, cfg: Config):
         r = cfg.repa

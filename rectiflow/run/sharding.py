@@ -12,7 +12,7 @@ from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 from safetensors.torch import save_file
 from ..config import Config
-from .callbacks import Callback
+from .callbacks import Extension
 from .checkpoint import per_process, process_rank, global_rng_state, restore_global_rng
 from .throughput import repeated_blocks
 
@@ -104,7 +104,7 @@ def load_state(self: ShardedState, tr, state: dict):
     if 'rng' in state: restore_global_rng(state['rng'])
 
 # %% ../../nbs/23_run.sharding.ipynb #a0b1de44
-class Sharding(Callback):
+class Sharding(Extension):
     "FSDP as an extension: the model sharded when made (a whole copy kept for the gathered EMA); its checkpoint part."
     part = ShardedState()
 

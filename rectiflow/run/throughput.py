@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 from ..config import COMPILE_MODES, ConfigError, RunConfig
-from .callbacks import Callback
+from .callbacks import Extension
 
 # %% auto #0
 __all__ = ['DENSE_BF16_TFLOPS', 'SMALL_STEP_FLOPS', 'SPARE_CORES', 'repeated_blocks', 'compile_model', 'compiled_graphs',
@@ -156,7 +156,7 @@ def choose_threads(setting: str, flops: float, room: tuple | None = None, env=No
     return free, f'auto: {free} of {usable:g} cores free ({busy:.1f} busy with other work), {size}'
 
 # %% ../../nbs/22_run.throughput.ipynb #db64d399
-class Throughput(Callback):
+class Throughput(Extension):
     "FLOPs counted once, gradient checkpointing and compiling applied; TFLOP/s, MFU and graphs in the train records."
     def __init__(self, cfg: RunConfig):
         self.cfg, self.flops_per_item, self.peak, self.threads = cfg, None, None, (None, '')

@@ -21,7 +21,7 @@ from .files import check_run_dir, prepare_run_dir, write_json_atomic, write_text
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .guards import run_lock, memory_figures
 from .throughput import Throughput
-from .sharding import full_tensor, sharding_extensions
+from .sharding import full_tensor, sharding_extensions, Sharding
 from .ema import EMA
 from .lora import LoRA
 from .repa import repa_extensions
@@ -91,11 +91,22 @@ class Trainer:
     def _extensions(self) -> list:
         "The extensions, first among the callbacks: the EMA, throughput, LoRA, FSDP, REPA (in the order they wrap)."
         cfg = self.cfg
-        self.lora = LoRA(cfg, self.init_from, self.resume)     # low-rank adapters on a frozen base, or off
-        self.ema = EMA(cfg.ema)
-        sharding = sharding_extensions(cfg, self.accelerator.num_processes)
-        self.sharding, self.sharded = (sharding or [None])[0], bool(sharding)
-        return [self.ema, Throughput(cfg.run), self.lora, *sharding, *repa_extensions(cfg)]
+        lora = LoRA(cfg, self.init_from, self.resume)          # low-rank adapters on a frozen base, or off
+        return [EMA(cfg.ema), Throughput(cfg.run), lora, *sharding_extensions(cfg, self.accelerator.num_processes),
+                *repa_extensions(cfg)]
+
+    def extension(self, kind: type):
+        "The extension of type `kind` among the callbacks, found by its type (None where the run has none)."
+        return next((c for c in self.callbacks.items if isinstance(c, kind)), None)
+
+    @property
+    def ema(self) -> EMA: return self.extension(EMA)
+    @property
+    def lora(self) -> LoRA: return self.extension(LoRA)
+    @property
+    def sharding(self) -> Sharding | None: return self.extension(Sharding)
+    @property
+    def sharded(self) -> bool: return self.sharding is not None
 
     @property
     def is_main(self) -> bool: return self.accelerator.is_main_process

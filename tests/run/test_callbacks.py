@@ -128,3 +128,17 @@ def test_a_callback_asks_the_loop_to_stop_and_the_run_resumes_to_the_same_end(tm
     p = cli_in_process('train', '--resume', '--out', run, '--no-progress', cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     same_run(run, tiny_run)
+
+def test_a_callback_watches_and_an_extension_changes():
+    "The two contracts: a Callback has the events and the state; the hooks whose values count are an Extension's."
+    import torch
+    from rectiflow.run.callbacks import Callback, Extension, Callbacks, INDEXED
+    value_hooks = {'on_loss', 'on_model', 'trained_parameters', 'forward_window', 'loss_term', 'weights', 'write_export',
+                   'on_before_update', 'on_update', 'on_built', 'on_ready', 'on_train_record', 'on_run_facts'}
+    assert not value_hooks & set(dir(Callback)) and value_hooks <= set(dir(Extension))
+    class Quiet(Extension): pass
+    class Halves(Extension):
+        def on_loss(self, trainer, loss): return loss / 2
+    cbs = Callbacks([Quiet(), Halves(), Halves()])
+    assert all(cbs.hooks[e] == [] for e in INDEXED if e != 'on_loss')     # defaults are never called, step or not
+    assert cbs.on_loss(None, torch.tensor(8.0)) == 2.0                     # chained: each takes the last's loss

@@ -77,3 +77,11 @@ def test_the_state_holds_what_a_checkpoint_restores(tmp_path):
     assert got.keys() == written.keys()
     assert [k for k in written if not same_entry(written[k], got[k])] == []
     assert draws(resumed) == first
+
+def test_the_trainer_finds_its_extensions_by_type_and_holds_none_by_name(tmp_path):
+    from rectiflow.run.ema import EMA
+    from rectiflow.run.lora import LoRA
+    tr = task_trainer(moons(tmp_path / 'run'))
+    assert isinstance(tr.ema, EMA) and tr.extension(EMA) is tr.ema and tr.ema in tr.callbacks.items
+    assert isinstance(tr.lora, LoRA) and not tr.lora.on and tr.sharding is None and not tr.sharded
+    assert not {'ema', 'lora', 'sharding', 'sharded'} & set(vars(tr))
