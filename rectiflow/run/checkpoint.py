@@ -19,11 +19,11 @@ from .exports import load_exported_model, check_export, is_export
 # %% auto #0
 __all__ = ['STATE_FILE', 'EMA_FILE', 'STREAMS_FILE', 'CALLBACKS_FILE', 'CHECKPOINT_FORMAT', 'LEGACY_FILES', 'WEIGHT_PARTS',
            'RESUME_PARTS', 'RESUMABLE_CHANGES', 'process_rank', 'per_process', 'GeneratorState', 'global_rng_state',
-           'restore_global_rng', 'save_ema_state', 'load_ema_state', 'save_streams', 'load_streams', 'save_state_tree',
-           'load_state_tree', 'checkpoint_dirs', 'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint',
-           'check_checkpoint', 'newest_whole', 'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models',
-           'evaluation_target', 'restart_state', 'not_begun', 'resume_point', 'init_source', 'config_differences',
-           'with_added_fields', 'check_resumable']
+           'restore_global_rng', 'training_state', 'load_training_state', 'save_ema_state', 'load_ema_state',
+           'save_streams', 'load_streams', 'save_state_tree', 'load_state_tree', 'checkpoint_dirs',
+           'publish_checkpoint', 'is_checkpoint', 'rng_file', 'read_checkpoint', 'check_checkpoint', 'newest_whole',
+           'find_resume_checkpoint', 'checkpoint_weights', 'checkpoint_models', 'evaluation_target', 'restart_state',
+           'not_begun', 'resume_point', 'init_source', 'config_differences', 'with_added_fields', 'check_resumable']
 
 # %% ../../nbs/18_run.checkpoint.ipynb #74ec51ea
 def process_rank() -> tuple[int, int]:
@@ -72,6 +72,22 @@ def restore_global_rng(states: dict, accelerator=None):
     cuda = states.get('torch_cuda_manual_seed', states.get('cuda'))
     if cuda and torch.cuda.is_available(): torch.cuda.set_rng_state_all(cuda)
     if accelerator is not None and 'step' in states: accelerator.step = states['step']
+
+# %% ../../nbs/18_run.checkpoint.ipynb #839295d9
+def training_state(tr) -> dict:
+    "What a training step changes beside the progress, in memory: the random streams, schedule, optimizer, model."
+    return {'rng': global_rng_state(), 'scheduler': tr.scheduler.state_dict(),
+            'optimizer': tr.optimizer.state_dict(), 'model': tr.unwrapped.state_dict()}
+
+# %% ../../nbs/18_run.checkpoint.ipynb #3e92fe7e
+def load_training_state(tr, state: dict):
+    "Take back whatever of `training_state` `state` holds (the gradients dropped with the optimizer's)."
+    if 'model' in state: tr.unwrapped.load_state_dict(state['model'])
+    if 'optimizer' in state:
+        tr.optimizer.load_state_dict(state['optimizer'])
+        tr.optimizer.zero_grad(set_to_none=True)
+    if 'scheduler' in state: tr.scheduler.load_state_dict(state['scheduler'])
+    if 'rng' in state: restore_global_rng(state['rng'])
 
 # %% ../../nbs/18_run.checkpoint.ipynb #090fd935
 STATE_FILE, EMA_FILE, STREAMS_FILE = 'trainer_state.json', 'ema.safetensors', 'streams.safetensors'

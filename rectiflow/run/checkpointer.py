@@ -15,7 +15,7 @@ from .callbacks import callback_states, load_callback_states
 from .files import (read_part, load_pickle, write_json_atomic, write_manifest, git_commit,
                                  library_versions, attempt, writing, WriteFailed)
 from .exports import export_model, export_info, export_weights, is_export
-from .checkpoint import (GeneratorState, global_rng_state, restore_global_rng, read_checkpoint,
+from .checkpoint import (GeneratorState, training_state, load_training_state, restore_global_rng, read_checkpoint,
                                       check_checkpoint, publish_checkpoint,
                                       save_streams, save_state_tree, load_state_tree, is_checkpoint, restart_state,
                                       resume_point, init_source, check_resumable, STATE_FILE, STREAMS_FILE,
@@ -124,23 +124,16 @@ class TrainingState:
 # %% ../../nbs/29_run.checkpointer.ipynb #ed16fbe5
 @patch
 def state(self: TrainingState, tr) -> dict:
-    "The same in memory: the random streams, the schedule, the optimizer, the model and those beside it."
+    "The same in memory (`training_state`), with the models accelerate prepared beside the model."
     acc = tr.accelerator
     beside = [acc.unwrap_model(m).state_dict() for m in acc._models[1:]]
-    return {'rng': global_rng_state(), 'scheduler': tr.scheduler.state_dict(),
-            'optimizer': tr.optimizer.state_dict(), 'model': tr.unwrapped.state_dict(),
-            **({'beside': beside} if beside else {})}
+    return {**training_state(tr), **({'beside': beside} if beside else {})}
 
 # %% ../../nbs/29_run.checkpointer.ipynb #b828b918
 @patch
 def load_state(self: TrainingState, tr, state: dict):
     "Take back whatever of `state` gave it holds."
-    if 'model' in state: tr.unwrapped.load_state_dict(state['model'])
-    if 'optimizer' in state:
-        tr.optimizer.load_state_dict(state['optimizer'])
-        tr.optimizer.zero_grad(set_to_none=True)
-    if 'scheduler' in state: tr.scheduler.load_state_dict(state['scheduler'])
-    if 'rng' in state: restore_global_rng(state['rng'])
+    load_training_state(tr, state)
     for module, s in zip(tr.accelerator._models[1:], state.get('beside', [])):
         tr.accelerator.unwrap_model(module).load_state_dict(s)
 

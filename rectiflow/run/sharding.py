@@ -13,7 +13,8 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 from safetensors.torch import save_file
 from ..config import Config
 from .callbacks import Extension
-from .checkpoint import per_process, process_rank, global_rng_state, restore_global_rng
+from .checkpoint import (per_process, process_rank, global_rng_state, restore_global_rng,
+                                      training_state, load_training_state)
 from .throughput import repeated_blocks
 
 # %% auto #0
@@ -88,20 +89,11 @@ class ShardedState:
 
 # %% ../../nbs/23_run.sharding.ipynb #5437fe18
 @patch
-def state(self: ShardedState, tr) -> dict:
-    "The same in memory, each process's shards as they are."
-    return {'rng': global_rng_state(), 'scheduler': tr.scheduler.state_dict(),
-            'optimizer': tr.optimizer.state_dict(), 'model': tr.unwrapped.state_dict()}
+def state(self: ShardedState, tr) -> dict: return training_state(tr)          # each process's shards as they are
 
 # %% ../../nbs/23_run.sharding.ipynb #c5ee8930
 @patch
-def load_state(self: ShardedState, tr, state: dict):
-    if 'model' in state: tr.unwrapped.load_state_dict(state['model'])
-    if 'optimizer' in state:
-        tr.optimizer.load_state_dict(state['optimizer'])
-        tr.optimizer.zero_grad(set_to_none=True)
-    if 'scheduler' in state: tr.scheduler.load_state_dict(state['scheduler'])
-    if 'rng' in state: restore_global_rng(state['rng'])
+def load_state(self: ShardedState, tr, state: dict): load_training_state(tr, state)
 
 # %% ../../nbs/23_run.sharding.ipynb #a0b1de44
 class Sharding(Extension):
