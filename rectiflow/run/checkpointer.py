@@ -4,9 +4,8 @@
 
 # %% ../../nbs/29_run.checkpointer.ipynb #900f7a23
 from __future__ import annotations
-import random, shutil
+import shutil
 from pathlib import Path
-import numpy as np
 import torch
 from fastcore.basics import patch
 from safetensors.torch import load_model

@@ -16,7 +16,7 @@ from accelerate.utils import DistributedType
 from ..config import Config, ConfigError, validate_config
 from ..data.batches import make_loader, loader_options, fingerprint, fixed_subset
 from ..task import Task
-from .callbacks import Callbacks, callback_states, load_callback_states
+from .callbacks import Callbacks
 from .files import check_run_dir, prepare_run_dir, write_json_atomic, write_text_atomic, writing
 from .schedules import schedule_lr, make_scheduler, EvalRules
 from .guards import run_lock, memory_figures

@@ -5,8 +5,7 @@
 # %% ../../nbs/38_tasks.registry.ipynb #a6bc9948
 from __future__ import annotations
 import importlib, json, os, sys
-from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from ..config import Config, ConfigError, config_from_dict, read_config_dict

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 from ..config import Config, ConfigError, GATE_NAMES, validate_config, config_to_dict
-from ..data.batches import DataInfo, make_loader
+from ..data.batches import DataInfo
 from ..flow.vae import RECON_MIN_ACCURACY, load_vae, reconstruction_figures
 from ..run.guards import run_lock
 from ..eval.metrics import reference_classifier
