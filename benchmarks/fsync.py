@@ -11,7 +11,7 @@ alternating blocks in one process, in a folder on the disk the runs use (not a t
 import argparse, json, statistics, tempfile, time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-import rectiflow.run.files as files
+import rectiflow.store.files as files
 from run_benchmarks import stepped_digits_trainer
 
 @contextmanager

@@ -3,7 +3,7 @@ on the digits default and on a DiT over synthetic 16x32x32 latent shards (~170M 
 
 Each run is the CLI as a user starts it, for a fixed number of steps; its figures are read back from its own
 `metrics.jsonl` (the train records after the first, so compilation is not in them): step time, items/s,
-TFLOP/s and MFU (rectiflow's own counting, against the dense bf16 peak of the device table in `22_run.throughput`),
+TFLOP/s and MFU (rectiflow's own counting, against the dense bf16 peak of the device table in `24_run.throughput`),
 the device's peak memory and the graphs dynamo compiled. No VAE can be downloaded on the GPU machine: the
 latents are synthetic (class-dependent patterns plus noise) and their decoder a small randomly initialised
 `AutoencoderKL`, saved beside them, that only the sample strips use.

@@ -23,7 +23,7 @@ def step_times(run_dir) -> dict:
 
 def quality_curve(run_result, keys) -> list[dict]:
     "Quality figures `keys` at each kept step checkpoint of a finished run and at its end (the final record)."
-    from rectiflow.run.checkpoint import checkpoint_dirs
+    from rectiflow.store.checkpoint import checkpoint_dirs
     from rectiflow.api import evaluate_checkpoint
     out, times = Path(run_result['out']), step_times(run_result['out'])
     final = run_result['final']

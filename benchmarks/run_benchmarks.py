@@ -53,7 +53,7 @@ def checkpoint(repeats=5):
     """Size and save / load time of a digits-default training checkpoint (in process, best of `repeats`), and what
     its manifest costs: hashing every file when it is written, and again when it is checked before a read."""
     import tempfile
-    from rectiflow.run.files import write_manifest, check_manifest
+    from rectiflow.store.files import write_manifest, check_manifest
     with tempfile.TemporaryDirectory() as d:
         tr = stepped_digits_trainer(f'{d}/run')
         saves, loads, manifests, checks = [], [], [], []

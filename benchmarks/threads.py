@@ -1,5 +1,5 @@
 """Seconds per training step of small and built-in models at one torch thread, at all cores and at what
-`run.threads auto` chooses (`22_run.throughput`): where a second thread pays for its synchronisation, on an idle
+`run.threads auto` chooses (`24_run.throughput`): where a second thread pays for its synchronisation, on an idle
 machine and on one where another process keeps a core busy (an editor, a notebook kernel, a second run: what a laptop
 usually is). The goal: `auto` within 1.1x of the best fixed choice, idle and beside the busy process, for each model.
 Each thread count is measured in alternating blocks (the median over blocks of a block's median step); `auto` is
@@ -64,7 +64,7 @@ def mlps(sizes=((64, 2, 128), (128, 2, 256), (256, 3, 256))):
     return out
 
 def counted_step_flops(task, cfg) -> float:
-    "Training FLOPs of one step, as the run counts them (`22_run.throughput`): 3x the counted forward."
+    "Training FLOPs of one step, as the run counts them (`24_run.throughput`): 3x the counted forward."
     from rectiflow.run.throughput import forward_flops
     torch.manual_seed(0)
     model, objective = task.make_model(), task.make_objective()

@@ -15,6 +15,6 @@ __all__, __getattr__, __dir__ = lazy_names(__name__, {
     'run.callbacks': ['Callback', 'Extension'],
     'run.trainer': ['Trainer'],
     'tools.gates': ['run_gates'],
-    'run.files': ['read_jsonl'],
+    'store.files': ['read_jsonl'],
     'ui.widgets': ['LossCurves', 'SampleGrid']})
 keep_old_paths(__name__)

@@ -81,7 +81,7 @@ def field_ranges(section) -> dict:
 @dataclass
 class RunConfig:
     out: str = 'runs/default'                   # run directory
-    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 38_tasks.registry)
+    # what is trained: a built-in task's name or package.module:Name ('': the default task; see 39_tasks.registry)
     task: str = ''
     seed: int = ranged(0, ge=0, le=2**32 - 1)   # the one seed every random stream is derived from
     steps: int = ranged(800, gt=0)              # optimizer steps (not micro-batches)
@@ -91,20 +91,20 @@ class RunConfig:
     # >0: the loop stops at this step while the schedule still spans run.steps (resume goes on)
     max_steps: int = ranged(0, ge=0)
     # also send records, strips, config to: 'none', or tensorboard, trackio, wandb, several comma-separated
-    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 20_run.tracking)
+    # ('trackio,wandb'; offline, under the run directory; pip install 'rectiflow[tracking]'; 23_run.tracking)
     tracker: str = 'none'
     # >0: run this many real steps under torch.profiler, write the operator table and trace, then exit
     profile_steps: int = ranged(0, ge=0)
     # your own callbacks: comma-separated import paths package.module:Name of Callback classes
     callbacks: str = ''
-    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 22_run.throughput
+    # torch.compile: 'off', 'model' (the whole model) or 'regional' (each repeated block, quick): 24_run.throughput
     compile: str = 'off'
     compile_backend: str = 'inductor'           # torch.compile's backend ('aot_eager': no code generation)
     gradient_checkpointing: bool = False        # recompute activations in the backward: less memory, more compute
     peak_tflops: float = ranged(0.0, ge=0)      # the device's dense bf16 peak for MFU (0: from the table of devices)
     # several processes: shard weights, gradients and AdamW state over them (FSDP FULL_SHARD, torch's fully_shard)
     fsdp: bool = False
-    # CPU threads: 'auto' (one for a small model's steps, all cores otherwise: 22_run.throughput) or a number;
+    # CPU threads: 'auto' (one for a small model's steps, all cores otherwise: 24_run.throughput) or a number;
     # OMP_NUM_THREADS in the environment wins over 'auto'
     threads: str = 'auto'
 
@@ -162,7 +162,7 @@ class EvalConfig:
     n_samples: int = ranged(1000, gt=0)
     # steps between quality passes (0: off): the task's quality figures of eval.quality_samples samples join the
     # validation record; each rides on an evaluation, so make it a multiple of eval.every; a run shorter than it
-    # has none (08_eval.gauge, 32_run.trainer)
+    # has none (08_eval.gauge, 33_run.trainer)
     quality_every: int = ranged(0, ge=0)
     quality_samples: int = ranged(200, gt=0)  # samples per quality pass (with a fixed seed and the run's sampler)
     # image folders: also the Fréchet distance in this local transformers encoder's features (e.g. DINOv2)
@@ -182,7 +182,7 @@ class CheckpointConfig:
 # %% ../nbs/00_config.ipynb #46a4853b
 @dataclass
 class LoRAConfig:
-    # >0: train low-rank adapters of this rank on the frozen base --init-from names (26_run.lora); 0: off
+    # >0: train low-rank adapters of this rank on the frozen base --init-from names (28_run.lora); 0: off
     rank: int = ranged(0, ge=0)
     alpha: float = ranged(0.0, ge=0)    # the adapters' scale is alpha / rank (0: alpha = rank, a scale of 1)
     # comma-separated module-name patterns ('to_q', 'blocks.*.attn1.to_*'); '': the model's default layers
@@ -192,7 +192,7 @@ class LoRAConfig:
 # %% ../nbs/00_config.ipynb #e373bd60
 @dataclass
 class REPAConfig:
-    # a transformers vision encoder's folder (its save_pretrained) to align a block with (27_run.repa); '': off
+    # a transformers vision encoder's folder (its save_pretrained) to align a block with (29_run.repa); '': off
     encoder: str = ''
     weight: float = ranged(0.5, ge=0)         # the alignment term's weight in the loss (the paper's lambda)
     until: float = ranged(1.0, gt=0, le=1)    # the fraction of run.steps the term is on for; then plain flow matching
@@ -374,12 +374,12 @@ SOLVERS = ('euler', 'heun', 'midpoint', 'mean')         # mean: jumps with an av
 OBJECTIVES = ('flow_matching', 'meanflow', 'splitmeanflow')    # 10_flow.objective, 13_flow.meanflow
 MEAN_VELOCITY_OBJECTIVES = ('meanflow', 'splitmeanflow')        # the model takes a span; runs sample with `mean`
 SCHEDULES = ('constant', 'cosine', 'plateau')
-GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 44_tools.gates
-TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 20_run.tracking
-COMPILE_MODES = ('off', 'model', 'regional')                   # see 22_run.throughput
+GATE_NAMES = ('data', 'overfit', 'lr', 'resume', 'recon', 'sampler')   # see 45_tools.gates
+TRACKERS = ('none', 'tensorboard', 'trackio', 'wandb')        # see 23_run.tracking
+COMPILE_MODES = ('off', 'model', 'regional')                   # see 24_run.throughput
 T_SAMPLERS = ('uniform', 'logit_normal')
 TOY_2D = ('moons', '8gaussians', 'checkerboard')               # drawn by 03_data.embedded
-EMBEDDED_DATASETS = ('digits',) + TOY_2D                       # the flow task's --data names (33_tasks.flow)
+EMBEDDED_DATASETS = ('digits',) + TOY_2D                       # the flow task's --data names (34_tasks.flow)
 MODEL_NAMES = ('mlp', 'unet', 'dit')                           # the velocity networks (09_flow.models)
 
 # %% ../nbs/00_config.ipynb #d65653b2

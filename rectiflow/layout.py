@@ -25,15 +25,17 @@ LAYERS = (
     ('flow.sampling', 'flow.vae'),                     # samplers and solvers; the VAE utilities
     ('flow.meanflow',),                                # the mean-velocity objective: one-step generation
     ('task',),                                         # the Task interface
+    ('processes',),                                    # which process this is, every process's object, one decision
+    ('store.files',),                                  # atomic writes, manifests, safe reads, the run directory's files
+    ('store.rundir', 'store.exports'),                 # its lock and its room on the disk; self-describing exports
+    ('store.checkpoint',),                             # the training checkpoint format; what to resume or start from
+    ('store.cards',),                                  # the exports' model cards; rectiflow export
     ('run.callbacks',),                                # the events a run sends to what watches or extends it
-    ('run.files', 'run.schedules'),                    # atomic writes, manifests, safe reads; schedules and rules
-    ('run.exports',),                                  # self-describing exports of any module
-    ('run.checkpoint',),                               # the training checkpoint format; resume checks
-    ('run.tracking', 'run.guards', 'run.throughput'),  # trackers; the run directory's guards; compile, FLOPs, MFU
+    ('run.schedules',),                                # schedules and rules
+    ('run.tracking', 'run.throughput'),                # trackers; compile, FLOPs, MFU, memory
     ('run.sharding',),                                 # FSDP: sharding, whole tensors from shards
     ('run.faults', 'run.ema'),                         # test fault injections; the EMA of the weights
     ('run.lora', 'run.repa'),                          # LoRA adapters; REPA
-    ('run.cards',),                                    # the exports' model cards; rectiflow export
     ('run.checkpointer', 'run.evaluation'),            # a run's checkpoints in parts; its evaluations
     ('run.lifecycle',),                                # the run log, the start and the ends of a run
     ('run.trainer',),                                  # the Trainer: the loop
@@ -243,25 +245,40 @@ MOVED = {'rectiflow.data': 'rectiflow.data.batches', 'rectiflow.embedded': 'rect
          'rectiflow.hf': 'rectiflow.data.hf', 'rectiflow.metrics': 'rectiflow.eval.metrics',
          'rectiflow.gauge': 'rectiflow.eval.gauge', 'rectiflow.models': 'rectiflow.flow.models',
          'rectiflow.losses': 'rectiflow.flow.objective', 'rectiflow.sampling': 'rectiflow.flow.sampling',
-         'rectiflow.vae': 'rectiflow.flow.vae', 'rectiflow.checkpoint': 'rectiflow.run.checkpoint',
+         'rectiflow.vae': 'rectiflow.flow.vae', 'rectiflow.checkpoint': 'rectiflow.store.checkpoint',
          'rectiflow.schedules': 'rectiflow.run.schedules', 'rectiflow.tracking': 'rectiflow.run.tracking',
-         'rectiflow.rundir': 'rectiflow.run.guards', 'rectiflow.speed': 'rectiflow.run.throughput',
+         'rectiflow.rundir': 'rectiflow.store.rundir', 'rectiflow.speed': 'rectiflow.run.throughput',
          'rectiflow.callbacks': 'rectiflow.run.callbacks', 'rectiflow.testing': 'rectiflow.run.faults',
          'rectiflow.lora': 'rectiflow.run.lora', 'rectiflow.repa': 'rectiflow.run.repa',
-         'rectiflow.cards': 'rectiflow.run.cards', 'rectiflow.train': 'rectiflow.run.trainer',
+         'rectiflow.cards': 'rectiflow.store.cards', 'rectiflow.train': 'rectiflow.run.trainer',
          'rectiflow.flow': 'rectiflow.tasks.flow', 'rectiflow.latents': 'rectiflow.tasks.latents',
          'rectiflow.filler': 'rectiflow.tasks.filler', 'rectiflow.lines': 'rectiflow.tasks.lines',
          'rectiflow.sequences': 'rectiflow.tasks.sequences', 'rectiflow.tasks': 'rectiflow.tasks.registry',
          'rectiflow.reflow': 'rectiflow.tasks.reflow', 'rectiflow.lr_find': 'rectiflow.tools.lr_find',
          'rectiflow.sweep': 'rectiflow.tools.sweep', 'rectiflow.gates': 'rectiflow.tools.gates',
-         'rectiflow.widgets': 'rectiflow.ui.widgets'}
+         'rectiflow.widgets': 'rectiflow.ui.widgets',
+         # the store took what the run folder wrote to disk
+         'rectiflow.run.files': 'rectiflow.store.files', 'rectiflow.run.guards': 'rectiflow.store.rundir',
+         'rectiflow.run.exports': 'rectiflow.store.exports', 'rectiflow.run.checkpoint': 'rectiflow.store.checkpoint',
+         'rectiflow.run.cards': 'rectiflow.store.cards'}
 
-# names that left a module for another (the built-in callbacks left the trainer's chapter; the API, the registry's)
+# names that left a module for another (the built-in callbacks left the trainer's chapter; the API, the registry's;
+# the store's)
 MOVED_NAMES = {'rectiflow.run.trainer': {n: 'rectiflow.run.lifecycle' for n in ('ProgressOutput', 'Heartbeat',
                                                                                 'TrackerOutput')},
                'rectiflow.tasks.registry': {n: 'rectiflow.api' for n in (
                    'train', 'task_trainer', 'load_run', 'LoadedRun', 'evaluate_checkpoint', 'check_sample_count',
-                   'SAMPLE_BYTES')}}
+                   'SAMPLE_BYTES')},
+               # the distributed helpers, the memory figures and the cards' callback left the store's modules
+               'rectiflow.store.checkpoint': {n: 'rectiflow.processes' for n in ('process_rank', 'per_process')},
+               'rectiflow.store.rundir': {**{n: 'rectiflow.processes' for n in ('processes', 'main_decides')},
+                                          **{n: 'rectiflow.run.throughput' for n in ('memory_figures',
+                                                                                     'MEMORY_FIELDS')}},
+               'rectiflow.store.cards': {'ModelCards': 'rectiflow.run.lifecycle'},
+               # what the run folder offered from the modules that joined the store
+               'rectiflow.run': {**{n: 'rectiflow.store.checkpoint' for n in ('read_checkpoint', 'newest_whole')},
+                                 **{n: 'rectiflow.store.exports' for n in ('export_model', 'load_exported_model')},
+                                 'model_card': 'rectiflow.store.cards'}}
 
 def current_module(module: str, name: str = '') -> str:
     "Where `module`'s `name` (as a file written by an older rectiflow names them) lives now."
@@ -272,11 +289,11 @@ def current_module(module: str, name: str = '') -> str:
 def lazy_names(package: str, homes: dict[str, list[str]]):
     """`__all__`, `__getattr__` and `__dir__` for `package`'s `__init__`: each name in `homes` (module inside
     `package` -> names) is imported from its module on first use; a name of the module `package` was before it was
-    a folder (`MOVED`), from where it lives now, with a warning."""
+    a folder (`MOVED`) or that left it (`MOVED_NAMES`), from where it lives now, with a warning."""
     where = {name: mod for mod, names in homes.items() for name in names}
     def __getattr__(name):
         if name in where: return getattr(importlib.import_module(f'{package}.{where[name]}'), name)
-        if package in MOVED and not name.startswith('_'):
+        if (package in MOVED or name in MOVED_NAMES.get(package, {})) and not name.startswith('_'):
             try: return _moved(package, name)
             except AttributeError: pass
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -215,7 +215,7 @@ def copy_run(run, to) -> Path:
 @contextmanager
 def lock_held(*dirs, command='the other writer'):
     "Another process holding the run locks of `dirs` for the block (killed with SIGKILL after it); the process."
-    code = ('import contextlib\nfrom rectiflow.run.guards import run_lock\nwith contextlib.ExitStack() as s:\n'
+    code = ('import contextlib\nfrom rectiflow.store.rundir import run_lock\nwith contextlib.ExitStack() as s:\n'
             f'    for d in {[str(d) for d in dirs]!r}: s.enter_context(run_lock(d, {command!r}))\n'
             "    print('held', flush=True)\n    input()")
     proc = subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

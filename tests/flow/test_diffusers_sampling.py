@@ -35,7 +35,7 @@ def test_an_export_samples_with_diffusers_alone_as_rectiflow_does(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     theirs = torch.load(tmp_path / 'x.pt')
     assert theirs['shift'] == 3.0                                      # the run's eval.shift travels in the export
-    from rectiflow.run.exports import load_exported_model
+    from rectiflow.store.exports import load_exported_model
     from rectiflow.flow.sampling import integrate, flow_scheduler, scheduler_grid
     model = load_exported_model(final).eval()
     with torch.no_grad():

@@ -2,7 +2,7 @@
 import json
 import pytest
 from conftest import run_cli, cli_in_process, comparable, same_run, TINY_MOONS
-from rectiflow.run.checkpoint import load_state_tree
+from rectiflow.store.checkpoint import load_state_tree
 
 EVENTS = '''
 import json
@@ -31,7 +31,7 @@ class Doubled(Callback):
 FOUR_STEPS = [*TINY_MOONS, '--steps', '4', '--run.log_every', '2', '--eval.every', '2', '--eval.sample_every', '4',
               '--checkpoint.save_every', '4']
 
-# the same run as 32_run.trainer's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
+# the same run as 33_run.trainer's notebook callback: evaluations at 0, 2 and 4, checkpoints at every evaluation
 EXPECTED = [('fit_start', 0), ('val', 0), ('eval', 0),
             ('loss', 0), ('step_end', 1),
             ('loss', 1), ('train', 2), ('step_end', 2), ('val', 2), ('eval', 2), ('checkpoint', 2),

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pytest, torch
 from safetensors.torch import load_file, save_file
 from conftest import cli_in_process, main_in_process, TINY_MOONS, comparable
-from rectiflow.run.files import write_manifest
-from rectiflow.run.checkpoint import load_ema_state
+from rectiflow.store.files import write_manifest
+from rectiflow.store.checkpoint import load_ema_state
 
 LORA = [*TINY_MOONS, '--steps', '20', '--checkpoint.save_every', '10', '--lora.rank', '4']
 BASE_WEIGHTS = 'model/diffusion_pytorch_model.safetensors'

@@ -124,7 +124,8 @@ def test_a_nan_on_one_process_stops_both_with_exit_3(tmp_path):
 RANKS_AND_THE_LOCK = '''
 import os, sys, torch
 from rectiflow.config import ConfigError
-from rectiflow.run.guards import acquire, processes, release, run_lock
+from rectiflow.processes import processes
+from rectiflow.store.rundir import acquire, release, run_lock
 def say(line): os.write(1, (line + '\\n').encode())    # one write per line: the two ranks share the pipe
 free, held = sys.argv[1:3]
 rank = processes().process_index

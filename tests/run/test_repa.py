@@ -13,8 +13,8 @@ from rectiflow.config import apply_overrides
 from rectiflow.tasks.registry import preset, load_checkpoint
 from rectiflow.api import task_trainer
 from rectiflow.run.lifecycle import run_figures
-from rectiflow.run.files import write_manifest
-from rectiflow.run.checkpoint import load_state_tree
+from rectiflow.store.files import write_manifest
+from rectiflow.store.checkpoint import load_state_tree
 from rectiflow.run.repa import REPA
 
 # a tiny digits run: 6 steps, records at 2, 4 and 6, checkpoints at 3 and 6; REPA on for steps 1 to 3

@@ -4,8 +4,8 @@ import pytest, torch
 from safetensors.torch import load_file
 from conftest import (run_cli, start_cli, main_in_process, copy_run, fault_env, TINY_MOONS, cli_in_process, comparable,
                       same_run, records)
-from rectiflow.run.guards import read_holder
-from rectiflow.run.files import write_manifest
+from rectiflow.store.rundir import read_holder
+from rectiflow.store.files import write_manifest
 
 RUN = [*TINY_MOONS, '--steps', '300', '--checkpoint.save_every', '50', '--eval.every', '50', '--eval.sample_every', '150']
 

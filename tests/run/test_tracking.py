@@ -1,4 +1,4 @@
-"""The trackers of a run (`20_run.tracking`): one tiny run into TensorBoard, trackio and W&B at once, each read back
+"""The trackers of a run (`23_run.tracking`): one tiny run into TensorBoard, trackio and W&B at once, each read back
 from what it wrote in the run directory."""
 import json
 from pathlib import Path

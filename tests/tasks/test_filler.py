@@ -1,4 +1,4 @@
-"The regression filler task (35_tasks.filler) through `rectiflow train --task filler`, tiny, as a user runs it."
+"The regression filler task (36_tasks.filler) through `rectiflow train --task filler`, tiny, as a user runs it."
 import json
 from conftest import main_in_process, run_cli, cli_in_process, records
 

@@ -1,4 +1,4 @@
-"The VAE and latent-digits tasks (34_tasks.latents) through the CLI, tiny, as a user runs them."
+"The VAE and latent-digits tasks (35_tasks.latents) through the CLI, tiny, as a user runs them."
 import json
 from conftest import main_in_process, run_cli, cli_in_process
 

@@ -1,4 +1,4 @@
-"The lines task (36_tasks.lines) through the CLI, tiny, as a user runs it."
+"The lines task (37_tasks.lines) through the CLI, tiny, as a user runs it."
 import json
 import pytest
 from conftest import run_cli, cli_in_process, records

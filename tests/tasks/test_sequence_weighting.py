@@ -1,4 +1,4 @@
-"""Frame-weighted accumulation across processes (37_tasks.sequences): two ranks whose micro-batches hold different numbers of
+"""Frame-weighted accumulation across processes (38_tasks.sequences): two ranks whose micro-batches hold different numbers of
 target frames take, together, exactly the one-process optimizer step over the union of their items.
 
 Run as a script (plain python for one process, torchrun for two) it takes that one step and saves the result."""

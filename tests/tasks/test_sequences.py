@@ -1,4 +1,4 @@
-"The sequences task (37_tasks.sequences) through the CLI, tiny, as a user runs it."
+"The sequences task (38_tasks.sequences) through the CLI, tiny, as a user runs it."
 import json
 from conftest import main_in_process, run_cli, cli_in_process, records
 

@@ -8,14 +8,14 @@ NBS = Path(__file__).resolve().parents[2] / 'nbs'
 
 # chapter: what the cell with the picture runs
 PICTURES = {'11_flow.sampling': 'generate(ring', '13_flow.meanflow': "'1 mean step'",
-            '32_run.trainer': 'LossCurves(watched)', '42_tools.lr_find': 'LRFinder(', '44_tools.gates': 'GateBoard(',
-            '45_ui.widgets': 'lc._repr_mimebundle_()',
+            '33_run.trainer': 'LossCurves(watched)', '43_tools.lr_find': 'LRFinder(', '45_tools.gates': 'GateBoard(',
+            '46_ui.widgets': 'lc._repr_mimebundle_()',
             # the task chapters and the tutorials: what they train (or, where a chapter trains nothing, its strip)
-            '33_tasks.flow': "dt.strip_figure(b['x1'], b", '34_tasks.latents': 'fig = run.figure(run.sample(seed=3)',
-            '35_tasks.filler': 'fig = run.figure(run.sample(8), run.batch(8))',
-            '36_tasks.lines': 'fig = run.figure(run.sample(3), run.batch(3))',
-            '37_tasks.sequences': 'fig = run.figure(run.sample(3), run.batch(3))',
-            '39_tasks.reflow': "label='its sample x1'", 'tutorials/digits': 'SampleGrid(out)',
+            '34_tasks.flow': "dt.strip_figure(b['x1'], b", '35_tasks.latents': 'fig = run.figure(run.sample(seed=3)',
+            '36_tasks.filler': 'fig = run.figure(run.sample(8), run.batch(8))',
+            '37_tasks.lines': 'fig = run.figure(run.sample(3), run.batch(3))',
+            '38_tasks.sequences': 'fig = run.figure(run.sample(3), run.batch(3))',
+            '40_tasks.reflow': "label='its sample x1'", 'tutorials/digits': 'SampleGrid(out)',
             'tutorials/own_data': 'held-out writers above, 40-step model below',
             'tutorials/your_task': 'fig = s.figure(x, batch)'}
 
