@@ -13,11 +13,11 @@ from ..config import config_to_dict, ConfigWarning
 from ..flow.models import n_params
 from .callbacks import Callback
 from .schedules import warmup_note
-from ..store.files import (write_json_atomic, write_text_atomic, read_jsonl, prepare_run_dir, git_commit,
-                                   library_versions, writing, WriteFailed, free_space, reclaimable_bytes)
+from ..store.files import (write_json_atomic, write_json, write_text_atomic, read_jsonl, git_commit,
+                                   library_versions, writing, WriteFailed)
 from ..store.checkpoint import checkpoint_dirs, read_checkpoint
 from ..processes import main_decides
-from ..store.rundir import run_sizes, space_needed, check_space
+from ..store.rundir import check_room, create_run_dir
 from .throughput import MEMORY_FIELDS
 from .tracking import Tracker, make_tracker
 from ..store.cards import CARD, write_card
@@ -71,8 +71,7 @@ class RunLog:
     def run_info(self, info: dict):
         "Rewrite `run_info.json` (atomically)."
         if not self.is_main: return
-        with writing('run_info.json', self.run_dir / 'run_info.json'):
-            write_json_atomic(self.run_dir / 'run_info.json', info)
+        write_json(self.run_dir / 'run_info.json', info)
 
 # %% ../../nbs/32_run.lifecycle.ipynb #59f4670c
 MACHINE_FIELDS = ('time', 'items_per_s', 'steps_per_s', 'tflops', 'mfu', 'compiled_graphs', 'train_seconds',
@@ -95,12 +94,10 @@ def run_facts(tr, status: str, **extra) -> dict:
 
 def check_run_space(tr):
     "Refuse (or warn) when the disk cannot hold the checkpoints and exports `tr` will write (`17_store.rundir`)."
-    c, d = tr.cfg, tr.run_dir
-    export, ckpt = run_sizes(tr.unwrapped)
-    resumed = tr.resume is not None
+    d, resumed = tr.run_dir, tr.resume is not None
     have = (len(checkpoint_dirs(d)), sum((d / n).is_dir() for n in ('best', 'final'))) if resumed else (0, 0)
-    free = faults().free_bytes or free_space(d) + (reclaimable_bytes(d) if c.run.overwrite or tr.restart else 0)
-    check_space(space_needed(export, ckpt, c.checkpoint.keep_last, *have), free, d, ckpt, c.checkpoint.keep_last)
+    check_room(d, tr.unwrapped, tr.cfg.checkpoint.keep_last, have, tr.cfg.run.overwrite or tr.restart,
+               faults().free_bytes)
 
 # %% ../../nbs/32_run.lifecycle.ipynb #879f1f89
 def catch_signals(tr) -> dict:
@@ -113,12 +110,10 @@ def catch_signals(tr) -> dict:
 def begin_run_dir(tr):
     """A new run's directory, born whole: cleared where it replaces a run, then what a restart needs of the start
     (`run_info.json`: the data's fingerprint, `--init-from`), then `config.json`, each written atomically."""
-    prepare_run_dir(tr.run_dir, tr.cfg.run.overwrite or tr.restart)
     start = {'status': 'starting', 'task': tr.cfg.run.task, 'fingerprint': tr.fingerprint,
              'init_from': str(tr.init_from) if tr.init_from else None}
-    for name, obj in (('run_info.json', start), ('config.json', config_to_dict(tr.cfg))):
-        with writing(name, tr.run_dir / name): write_json_atomic(tr.run_dir / name, obj)
-        kill_point(name)
+    create_run_dir(tr.run_dir, tr.cfg.run.overwrite or tr.restart,
+                   {'run_info.json': start, 'config.json': config_to_dict(tr.cfg)}, after=kill_point)
 
 # %% ../../nbs/32_run.lifecycle.ipynb #6af96921
 def start_run(tr):

@@ -17,7 +17,7 @@ __all__ = ['MANIFEST', 'MANIFEST_FORMAT', 'RUN_MARKERS', 'PRE_RUN', 'RUN_LOCK', 
            'json_object', 'read_json', 'file_sha256', 'file_entry', 'write_manifest', 'Damaged', 'check_manifest',
            'update_manifest', 'load_pickle', 'read_part', 'is_run_dir', 'check_run_dir', 'prepare_run_dir',
            'format_bytes', 'free_space', 'reclaimable_bytes', 'WriteFailed', 'disk_full', 'as_write_error', 'writing',
-           'attempt', 'git_commit', 'library_versions']
+           'attempt', 'write_json', 'git_commit', 'library_versions']
 
 # %% ../../nbs/16_store.files.ipynb #c818db6f
 def umask() -> int:
@@ -331,6 +331,12 @@ def attempt(write, path) -> OSError | None:
         if error is None: raise
         return error
     return None
+
+# %% ../../nbs/16_store.files.ipynb #6b365239
+def write_json(path, obj, what: str | None = None):
+    "Write `obj` as JSON to `path` atomically; a failed write the `WriteFailed` naming `what` (the file's name)."
+    path = Path(path)
+    with writing(what or path.name, path): write_json_atomic(path, obj)
 
 # %% ../../nbs/16_store.files.ipynb #7dae385b
 def git_commit(cwd='.') -> str | None:

@@ -11,13 +11,14 @@ from pathlib import Path
 import torch
 from ..config import ConfigError
 from ..processes import main_decides
-from .files import KEPT, RUN_LOCK, is_run_dir, write_json_atomic, format_bytes, WriteFailed, DISK_FAULTS
+from .files import (KEPT, RUN_LOCK, is_run_dir, write_json_atomic, write_json, format_bytes, WriteFailed,
+                                   DISK_FAULTS, prepare_run_dir)
 # the write-failure helpers lived here before they joined 16_store.files: code that imports them from here still works
 from .files import free_space, reclaimable_bytes, disk_full, as_write_error, writing, attempt  # noqa: F401
 
 # %% auto #0
 __all__ = ['holder_facts', 'read_holder', 'describe_holder', 'acquire', 'release', 'remove_bare', 'run_lock', 'tensor_bytes',
-           'run_sizes', 'space_needed', 'check_space']
+           'run_sizes', 'space_needed', 'check_space', 'check_room', 'create_run_dir']
 
 # %% ../../nbs/17_store.rundir.ipynb #6a0d0006
 def holder_facts(command: str | None = None) -> dict:
@@ -130,3 +131,19 @@ def check_space(needed: int, free: int, where, checkpoint: int, keep_last: int):
         raise ConfigError(f"Not enough disk space: {need} and {format_bytes(free)} is free; free some space, "
                           "lower checkpoint.keep_last or choose another --out.")
     if 2 * needed > free: warnings.warn(f"Disk space is tight: {need} and {format_bytes(free)} is free.")
+
+# %% ../../nbs/17_store.rundir.ipynb #947fcaa5
+def check_room(run_dir, model: torch.nn.Module, keep_last: int, have: tuple[int, int] = (0, 0),
+               reclaim: bool = False, free: int | None = None):
+    "Refuse (or warn) when the disk under `run_dir` cannot hold what a run of `model` will write."
+    export, ckpt = run_sizes(model)
+    free = free or free_space(run_dir) + (reclaimable_bytes(run_dir) if reclaim else 0)
+    check_space(space_needed(export, ckpt, keep_last, *have), free, run_dir, ckpt, keep_last)
+
+# %% ../../nbs/17_store.rundir.ipynb #6049b44a
+def create_run_dir(run_dir, replace: bool, files: dict[str, dict], after=None):
+    "Prepare `run_dir` (cleared if `replace`), then write each of `files` (name -> JSON object) in order."
+    prepare_run_dir(run_dir, replace)
+    for name, obj in files.items():
+        write_json(Path(run_dir) / name, obj)
+        if after is not None: after(name)
