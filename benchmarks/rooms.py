@@ -73,6 +73,20 @@ def traced_run(rooms: list[str]) -> Tracer:
     return tracer
 
 
+def markdown(path: Path) -> list[str]:
+    "The RESULTS.md section of the stored counts: each label's modules, folders and entries into persistence."
+    if not path.exists(): return []
+    runs = json.loads(path.read_text())
+    lines = ['## Rooms from `train()` to the first optimizer step (`benchmarks/rooms.py`)', '',
+             'A moons run traced from `rectiflow.train(cfg)` until torch\'s optimizer takes its first step: the package '
+             'modules whose functions ran, the folders they lie in, and the entries into the modules that write to disk '
+             '(calls from outside them into them, once per caller and callee).', '',
+             '| layout | persistence modules | modules | folders | entries into persistence |', '|---|---|---|---|---|']
+    lines += [f"| {label} | {r['persistence']} | {r['modules']} | {len(r['folders'])} | {r['entries']} |"
+              for label, r in runs.items()]
+    return lines + ['']
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--persistence', default=DEFAULT)

@@ -328,6 +328,8 @@ def results_md(res) -> str:
     import import_time, threads, fsync
     lines += import_time.markdown(HERE / 'import_time.json') + threads.markdown(HERE)
     lines += fsync.markdown(HERE / 'fsync.json')
+    import rooms
+    lines += rooms.markdown(HERE / 'rooms.json')
     lines += gpu_md(HERE / 'gpu_results.json')
     return '\n'.join(lines)
 

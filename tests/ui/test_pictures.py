@@ -10,8 +10,8 @@ NBS = Path(__file__).resolve().parents[2] / 'nbs'
 PICTURES = {'11_flow.sampling': 'generate(ring', '13_flow.meanflow': "'1 mean step'",
             '33_run.trainer': 'LossCurves(watched)', '43_tools.lr_find': 'LRFinder(', '45_tools.gates': 'GateBoard(',
             '46_ui.widgets': 'lc._repr_mimebundle_()',
-            # the task chapters and the tutorials: what they train (or, where a chapter trains nothing, its strip)
-            '34_tasks.flow': "dt.strip_figure(b['x1'], b", '35_tasks.latents': 'fig = run.figure(run.sample(seed=3)',
+            # the task chapters and the tutorials: what they train (reflow's, in a slow cell: the couplings it trains on)
+            '34_tasks.flow': 'fig = run.figure(run.sample(500), run.batch(500))', '35_tasks.latents': 'fig = run.figure(run.sample(seed=3)',
             '36_tasks.filler': 'fig = run.figure(run.sample(8), run.batch(8))',
             '37_tasks.lines': 'fig = run.figure(run.sample(3), run.batch(3))',
             '38_tasks.sequences': 'fig = run.figure(run.sample(3), run.batch(3))',
