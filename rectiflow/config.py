@@ -237,6 +237,8 @@ class FlowConfig:
     mf_power: float = ranged(1.0, ge=0)           # meanflow: adaptive weight 1 / (error + mf_eps) ** mf_power (0: off)
     mf_eps: float = ranged(1e-3, gt=0)
     mf_guidance: float = ranged(1.0, ge=0)        # meanflow: guidance folded into training (1: none; sample at CFG 1)
+    mf_guided_share: float = ranged(0.25, gt=0, le=1)  # splitmeanflow: the share of one-time pairs guided, at a weight
+                                                       # raised so that the mean target is the same (13_flow.meanflow)
 
 # %% ../nbs/00_config.ipynb #5a1c7e26
 def _number(value, typ):

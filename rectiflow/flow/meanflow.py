@@ -17,7 +17,7 @@ from .objective import (_bcast, _broken, _first_line, check_velocity_model, cont
 from .sampling import generate
 
 # %% auto #0
-__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'split_target', 'SplitMeanFlow']
+__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'split_target', 'SplitMeanFlow', 'one_call']
 
 # %% ../../nbs/13_flow.meanflow.ipynb #d7f89085
 def span_pairs(cfg: FlowConfig, n: int, generator=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,11 +144,12 @@ def sample(self: MeanFlow, model, shape, cond=None, generator=None, solver='mean
 
 # %% ../../nbs/13_flow.meanflow.ipynb #94a88462
 @torch.no_grad()
-def split_target(model, x_t, t, span, frac, cond=None):
+def split_target(model, x_t, t, span, frac, cond=None, u_first=None):
     """`frac u(x_t, t, first) + (1 - frac) u(x_s, t + first, span - first)`, `first = frac span`, `x_s` the first
-    jump's end: the average velocity over `[t, t + span]` made of the model's own two shorter jumps."""
+    jump's end: the average velocity over `[t, t + span]` made of the model's own two shorter jumps (`u_first`: the
+    first jump's, where it is already known)."""
     first = frac * span
-    u_first = model(x_t, t, cond, first)
+    if u_first is None: u_first = model(x_t, t, cond, first)
     x_s = x_t + _bcast(first, u_first) * u_first
     u_rest = model(x_s, t + first, cond, span - first)
     return _bcast(frac, u_first) * u_first + _bcast(1 - frac, u_rest) * u_rest
@@ -156,30 +157,25 @@ def split_target(model, x_t, t, span, frac, cond=None):
 # %% ../../nbs/13_flow.meanflow.ipynb #6cd7bb80
 class SplitMeanFlow(MeanFlow):
     """The mean velocity learnt by interval splitting (`split_target`): no forward-mode derivative, so any model that
-    takes a span trains with it; the pairs of times and folded guidance are `MeanFlow`'s, its loss unweighted."""
+    takes a span trains with it; the pairs of times are `MeanFlow`'s, its loss unweighted, its guidance on a share."""
     def draw(self, x1: torch.Tensor, generator=None):
-        "`MeanFlow.draw`'s start times, spans, noise and drop mask, then where each span is split (a fraction)."
-        return (*super().draw(x1, generator), torch.rand(len(x1), generator=generator))
+        """`MeanFlow.draw`'s start times, spans, noise and drop mask, then where each span is split (a fraction) and
+        which pairs may carry the guidance (a share `mf_guided_share`)."""
+        drawn = super().draw(x1, generator)
+        split_at = torch.rand(len(x1), generator=generator)
+        return (*drawn, split_at, torch.rand(len(x1), generator=generator) < self.cfg.mf_guided_share)
 
 @patch
 def loss(self: SplitMeanFlow, model, batch: dict, generator=None):
     "A float32 scalar loss (the mean squared error) and a dict of named, detached terms (`mse`)."
     x1 = batch['x1']
-    t, span, x0, drop, frac = self.draw(x1, generator)
+    t, span, x0, drop, frac, guided = self.draw(x1, generator)
     dev = x1.device
     t, span, x0 = batch.get('t', t).to(dev), batch.get('span', span).to(dev), batch.get('x0', x0).to(dev, x1.dtype)
-    frac = frac.to(dev)
     cond = batch.get('cond')
     if cond is not None and self.cfg.cond_dropout > 0: cond = drop_condition(model, cond, drop, self.null_label)
     x_t = interpolate(x0, x1, t)
-    target = target_velocity(x0, x1).detach().clone()
-    pick = lambda idx, *xs: [None if x is None else x[idx] for x in xs]
-    flow, split = (span == 0).nonzero().flatten(), (span > 0).nonzero().flatten()
-    if len(flow):                                              # one time: the velocity, guided where it has a class
-        x_f, t_f, v_f, cond_f = pick(flow, x_t, t, target, cond)
-        target[flow] = self.guided_target(model, x_f, t_f, v_f, cond_f)
-    if len(split):                                             # two times: the model's own two shorter jumps
-        target[split] = split_target(model, *pick(split, x_t, t, span, frac, cond)).to(target.dtype)
+    target = self.targets(model, x_t, t, span, frac.to(dev), cond, guided.to(dev), target_velocity(x0, x1))
     err = item_mse(model(x_t, t, cond, span), target, batch.get('mask'))
     return err.mean(), {'mse': err.mean().detach()}             # unweighted: see the prose above
 
@@ -187,3 +183,35 @@ def loss(self: SplitMeanFlow, model, batch: dict, generator=None):
 def check_model(self: SplitMeanFlow, model, batch: dict):
     "Raise `ModelContractError` unless `model` keeps the velocity contract and takes a span (no forward mode needed)."
     self.check_span(model, batch)
+
+# %% ../../nbs/13_flow.meanflow.ipynb #b2d5f8c3
+@torch.no_grad()
+def one_call(model, *calls) -> list:
+    "The outputs of several calls of `model`, each `(x, t, cond, span)`, computed in one call: one pass, not several."
+    sizes = [len(x) for x, *_ in calls]
+    if not sum(sizes): return [x for x, *_ in calls]
+    joined = [None if parts[0] is None else torch.cat(parts) for parts in zip(*calls)]
+    return list(model(*joined).split(sizes))
+
+@patch
+@torch.no_grad()
+def targets(self: SplitMeanFlow, model, x_t, t, span, frac, cond, guided, v):
+    """Each pair's target: at one time the velocity `v`, guided on the pairs `guided` that have a class at the weight
+    `1 + (w - 1) / mf_guided_share` (in the mean, `guided_target`); over a span the split target."""
+    w = self.cfg.mf_guidance
+    split = (span > 0).nonzero().flatten()
+    pick = lambda idx, *xs: [None if x is None else x[idx] for x in xs]
+    x_s, t_s, span_s, frac_s, cond_s = pick(split, x_t, t, span, frac, cond)
+    calls = [(x_s, t_s, cond_s, frac_s * span_s)]
+    if cond is not None and w != 1.0:
+        null = null_condition(model, cond, self.null_label)
+        has_class = (cond != null).reshape(len(cond), -1).any(1)
+        pulled = ((span == 0) & guided & has_class).nonzero().flatten()
+        calls.append((*pick(pulled, x_t, t, null), torch.zeros_like(t[pulled])))
+    u_first, *u_null = one_call(model, *calls)
+    target = v.detach().clone()
+    if len(split): target[split] = split_target(model, x_s, t_s, span_s, frac_s, cond_s, u_first).to(v.dtype)
+    if u_null:
+        weight = 1 + (w - 1) / self.cfg.mf_guided_share
+        target[pulled] = weight * v[pulled] + (1 - weight) * u_null[0].to(v.dtype)
+    return target
