@@ -17,7 +17,8 @@ from .objective import (_bcast, _broken, _first_line, check_velocity_model, cont
 from .sampling import generate
 
 # %% auto #0
-__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'split_target', 'SplitMeanFlow', 'one_call']
+__all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'has_class', 'split_target',
+           'SplitMeanFlow', 'one_call']
 
 # %% ../../nbs/13_flow.meanflow.ipynb #d7f89085
 def span_pairs(cfg: FlowConfig, n: int, generator=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -84,6 +85,10 @@ class MeanFlow:
         return type(self)(replace(self.cfg, cond_dropout=1.0, mf_power=0.0), self.null_label)
 
 # %% ../../nbs/13_flow.meanflow.ipynb #54905c2f
+def has_class(cond: torch.Tensor, null: torch.Tensor) -> torch.Tensor:
+    "Which items' condition is a class, not the null one (any element differs: labels or embeddings)."
+    return (cond != null).reshape(len(cond), -1).any(1)
+
 @patch
 def guided_target(self: MeanFlow, model, x_t, t, v, cond):
     "The velocity in the target: `w v + (1 - w) v(x_t, t | null)` (`w`: `mf_guidance`) where `cond` is a class."
@@ -91,8 +96,7 @@ def guided_target(self: MeanFlow, model, x_t, t, v, cond):
     if cond is None or w == 1.0: return v
     null = null_condition(model, cond, self.null_label)
     with torch.no_grad(): v_null = model(x_t, t, null).to(v.dtype)
-    has_class = (cond != null).reshape(len(cond), -1).any(1)
-    return torch.where(_bcast(has_class, v).bool(), w * v + (1 - w) * v_null, v)
+    return torch.where(_bcast(has_class(cond, null), v).bool(), w * v + (1 - w) * v_null, v)
 
 # %% ../../nbs/13_flow.meanflow.ipynb #defef288
 @patch
@@ -201,16 +205,15 @@ def targets(self: SplitMeanFlow, model, x_t, t, span, frac, cond, guided, v):
     w = self.cfg.mf_guidance
     split = (span > 0).nonzero().flatten()
     pick = lambda idx, *xs: [None if x is None else x[idx] for x in xs]
-    x_s, t_s, span_s, frac_s, cond_s = pick(split, x_t, t, span, frac, cond)
-    calls = [(x_s, t_s, cond_s, frac_s * span_s)]
+    x_p, t_p, span_p, frac_p, cond_p = pick(split, x_t, t, span, frac, cond)
+    calls = [(x_p, t_p, cond_p, frac_p * span_p)]
     if cond is not None and w != 1.0:
         null = null_condition(model, cond, self.null_label)
-        has_class = (cond != null).reshape(len(cond), -1).any(1)
-        pulled = ((span == 0) & guided & has_class).nonzero().flatten()
+        pulled = ((span == 0) & guided & has_class(cond, null)).nonzero().flatten()
         calls.append((*pick(pulled, x_t, t, null), torch.zeros_like(t[pulled])))
     u_first, *u_null = one_call(model, *calls)
     target = v.detach().clone()
-    if len(split): target[split] = split_target(model, x_s, t_s, span_s, frac_s, cond_s, u_first).to(v.dtype)
+    if len(split): target[split] = split_target(model, x_p, t_p, span_p, frac_p, cond_p, u_first).to(v.dtype)
     if u_null:
         weight = 1 + (w - 1) / self.cfg.mf_guided_share
         target[pulled] = weight * v[pulled] + (1 - weight) * u_null[0].to(v.dtype)
