@@ -89,12 +89,18 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {'AVX512' if 'avx512f' in flags else 'AVX2' if 'avx2' in flags else 'no AVX2'}"
 
 
+def plain_run(seed: int, wall: bool = False) -> dict:
+    "The digits default of one seed (trained once, then kept), its Euler-100 figures; `wall`: its command's seconds."
+    run = RUNS / f'plain_seed{seed}'
+    got = train(run, ['--run.seed', str(seed)], wall=wall)
+    return {**(dict(zip(('seconds', 'wall'), got)) if wall else {'seconds': got}), **figures(run, [('euler', 100)])}
+
+
 def digits_seed(seed: int, steps: int, init_steps: int, guidance: float) -> dict:
     "The plain run, a mean-velocity run from scratch and one from the plain run, of one seed, with their figures."
     s = ['--run.seed', str(seed)]
     mf = MEAN + ['--task.mf_guidance', str(guidance)]
-    out = {'plain': {'seconds': train(RUNS / f'plain_seed{seed}', s)}}
-    out['plain'].update(figures(RUNS / f'plain_seed{seed}', [('euler', 100)]))
+    out = {'plain': plain_run(seed)}
     out['scratch'] = {'seconds': train(RUNS / f'scratch_seed{seed}', s + mf + ['--steps', str(steps)])}
     out['scratch'].update(figures(RUNS / f'scratch_seed{seed}', [('mean', 1), ('mean', 2)]))
     init = ['--init-from', str(RUNS / f'plain_seed{seed}'), '--steps', str(init_steps)]
@@ -107,8 +113,7 @@ def distill_seed(seed: int) -> dict:
     """The plain run of one seed and a student distilled from it (its defaults: paths drawn in the command), with their
     figures; both commands timed whole (the student's includes drawing its teacher's paths) and by run_info."""
     teacher, student = RUNS / f'plain_seed{seed}', RUNS / f'distill_seed{seed}'
-    out = {'plain': dict(zip(('seconds', 'wall'), train(teacher, ['--run.seed', str(seed)], wall=True)))}
-    out['plain'].update(figures(teacher, [('euler', 100)]))
+    out = {'plain': plain_run(seed, wall=True)}
     args = ['--task', 'distill', '--task.teacher', str(teacher), '--run.seed', str(seed),
             '--task.cache', str(RUNS / f'paths_seed{seed}')]
     if not (student / 'run_info.json').exists(): shutil.rmtree(RUNS / f'paths_seed{seed}', ignore_errors=True)
@@ -120,9 +125,7 @@ def distill_seed(seed: int) -> dict:
 def split_seed(seed: int, steps: int, guidance: float, share: float | None = None) -> dict:
     """A run by interval splitting from scratch on one seed (guidance folded in; on a share `share` of the one-time
     pairs, the default where None), with its figures at 1, 2 and 4 NFE; the plain run of that seed beside it."""
-    teacher = RUNS / f'plain_seed{seed}'
-    out = {'plain': {'seconds': train(teacher, ['--run.seed', str(seed)])}}
-    out['plain'].update(figures(teacher, [('euler', 100)]))
+    out = {'plain': plain_run(seed)}
     args = ['--run.seed', str(seed), *MEAN, '--task.objective', 'splitmeanflow', '--task.mf_guidance', str(guidance),
             '--steps', str(steps), *([] if share is None else ['--task.mf_guided_share', str(share)])]
     run = RUNS / f"split{'' if share is None else f'_share{share:g}'}_seed{seed}"
@@ -370,12 +373,13 @@ def distill_markdown(r: dict) -> list[str]:
     return lines + ['Goals:', *distill_goals(r), '', *DISTILL_WHY, '']
 
 
-DISTILL_WHY = ['Why they are missed, as far as measured: the quality misses are those of seed 0, whose teacher is the best '
-               'of the three (FD 4.29); its student at 600 steps sits 0.2% and 0.5% over the goals, and two of the '
-               "three students train 5-9% longer than their teachers. Fewer steps (500), a larger share of 1-NFE noise, the path's own halves and whole, lr "
-               '3e-3, a longer EMA, twice the paths, smaller batches: none brought seed 0 under 1.10x at 1 NFE in less '
-               "training than the teacher's (the distillation chapter's table, measured 2026-12-07). The student's step "
-               'is 1.57x the plain one: its targets from fresh noise take up to three calls without gradients.']
+DISTILL_WHY = ['Why they are missed, as far as measured: the quality misses are those of seed 0, whose teacher is '
+               'the best of the three (FD 4.29); its student at 600 steps sits 0.2% and 0.5% over the goals, and two '
+               "of the three students train 5-9% longer than their teachers. Fewer steps (500), a larger share of 1-NFE "
+               "noise, the path's own halves and whole, lr 3e-3, a longer EMA, twice the paths, smaller batches: none "
+               'brought seed 0 under 1.10x at 1 NFE in less '
+               "training than the teacher's (the distillation chapter's table, measured 2026-12-07). The student's "
+               'step is 1.57x the plain one: its targets from fresh noise take up to three calls without gradients.']
 
 
 def split_markdown(r: dict) -> list[str]:
@@ -386,7 +390,8 @@ def split_markdown(r: dict) -> list[str]:
              f"_Measured {r.get('split_date', '')} on this machine, alone: per seed, `--task.objective splitmeanflow` "
              f"({r.get('settings', {}).get('steps', 800)} steps, guidance 1.2 folded in on its default share of the "
              'one-time pairs; `share1`: on every one) against the digits default of that seed, sampled as above._', '',
-             '| run | plain Euler-100 FD | 1 NFE | 2 NFE | 4 NFE | training: plain / split |', '|---|---|---|---|---|---|']
+             '| run | plain Euler-100 FD | 1 NFE | 2 NFE | 4 NFE | training: plain / split |',
+             '|---|---|---|---|---|---|']
     for name, v in runs:
         ref, sp = v['plain']['euler100']['fd'], v['split']
         cells = ' | '.join(ratio(sp, f'mean{n}', 'fd', ref) for n in (1, 2, 4))
