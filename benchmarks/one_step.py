@@ -57,8 +57,7 @@ def step_cost(blocks: int, steps: int, teacher: Path | None = None) -> dict:
     guided = ['--task.mf_guidance', '1.2']
     kinds = [('plain', None, []), ('meanflow', None, MEAN[:2] + guided),
              ('splitmeanflow', None, ['--task.objective', 'splitmeanflow', *guided]),
-             ('splitmeanflow_unguided', None, ['--task.objective', 'splitmeanflow']),
-             ('splitmeanflow_all', None, ['--task.objective', 'splitmeanflow', *guided, '--task.mf_guided_share', '1'])]
+             ('splitmeanflow_unguided', None, ['--task.objective', 'splitmeanflow'])]
     if teacher is not None:
         kinds.append(('distill', 'distill', ['--task.teacher', str(teacher), '--task.cache', str(RUNS / 'paths_seed0')]))
     for name, task, extra in kinds:
@@ -74,7 +73,7 @@ def step_cost(blocks: int, steps: int, teacher: Path | None = None) -> dict:
             times[k].append((time.perf_counter() - t0) / steps)
     out = {'blocks': blocks, 'steps': steps, 'plain_s': statistics.median(times['plain'])}
     for k, short in (('meanflow', ''), ('splitmeanflow', 'split_'), ('splitmeanflow_unguided', 'split_unguided_'),
-                     ('splitmeanflow_all', 'split_all_'), ('distill', 'distill_')):
+                     ('distill', 'distill_')):
         if k not in times: continue
         ratios = [m / q for m, q in zip(times[k], times['plain'])]
         out.update({f'{short or "meanflow_"}s': statistics.median(times[k]), f'{short}ratio': statistics.median(ratios),
@@ -122,13 +121,13 @@ def distill_seed(seed: int) -> dict:
     return out
 
 
-def split_seed(seed: int, steps: int, guidance: float, share: float | None = None) -> dict:
-    """A run by interval splitting from scratch on one seed (guidance folded in; on a share `share` of the one-time
-    pairs, the default where None), with its figures at 1, 2 and 4 NFE; the plain run of that seed beside it."""
+def split_seed(seed: int, steps: int, guidance: float) -> dict:
+    """A run by interval splitting from scratch on one seed (guidance folded in), with its figures at 1, 2 and 4 NFE;
+    the plain run of that seed beside it."""
     out = {'plain': plain_run(seed)}
     args = ['--run.seed', str(seed), *MEAN, '--task.objective', 'splitmeanflow', '--task.mf_guidance', str(guidance),
-            '--steps', str(steps), *([] if share is None else ['--task.mf_guided_share', str(share)])]
-    run = RUNS / f"split{'' if share is None else f'_share{share:g}'}_seed{seed}"
+            '--steps', str(steps)]
+    run = RUNS / f'split_seed{seed}'
     out['split'] = {'seconds': train(run, args)}
     out['split'].update(figures(run, [('mean', 1), ('mean', 2), ('mean', 4)]))
     return out
@@ -224,8 +223,6 @@ def main():
             res[f'split_seed{seed}'] = split_seed(int(seed), a.steps, a.guidance)
             save()
             print('split', seed, json.dumps(res[f'split_seed{seed}'])[:600], flush=True)
-        res['split_share1_seed0'] = split_seed(0, a.steps, a.guidance, share=1.0)
-        save()
     if a.only in ('', 'distill-points'):
         for name in ('moons', '8gaussians'):
             res[f'distill_points_{name}'] = distill_points(name)
@@ -270,12 +267,10 @@ def goal_lines(r: dict) -> list[str]:
     out.append(f"- a training step {c['ratio']:.2f}x the plain one on the UNet against the goal 1.6x: {verdict}.")
     if 'split_ratio' in c:
         verdict = 'met' if c['split_ratio'] <= 1.4 else f"missed: {c['split_ratio']:.2f}x"
-        unguided = (f" (without guidance folded in, so no pass for the unconditional velocity: "
-                    f"{c['split_unguided_ratio']:.2f}x)" if 'split_unguided_ratio' in c else '')
-        every = (f"; with every one-time pair guided (`mf_guided_share` 1), {c['split_all_ratio']:.2f}x"
-                 if 'split_all_ratio' in c else '')
+        unguided = (f" (without guidance folded in: {c['split_unguided_ratio']:.2f}x)"
+                    if 'split_unguided_ratio' in c else '')
         out.append(f"- without forward mode (interval splitting), a training step {c['split_ratio']:.2f}x the plain one "
-                   f"against the goal 1.4x: {verdict}{unguided}{every}.")
+                   f"against the goal 1.4x: {verdict}{unguided}.")
     return out
 
 
@@ -383,13 +378,13 @@ DISTILL_WHY = ['Why they are missed, as far as measured: the quality misses are 
 
 
 def split_markdown(r: dict) -> list[str]:
-    "The interval-splitting section: a row per digits seed (and the run with every one-time pair guided)."
+    "The interval-splitting section: a row per digits seed."
     runs = [(k[len('split_'):], v) for k, v in r.items() if k.startswith('split_') and isinstance(v, dict)]
     if not runs: return []
     lines = ['## One-step generation: interval splitting from scratch (`benchmarks/one_step.py --only split`)', '',
              f"_Measured {r.get('split_date', '')} on this machine, alone: per seed, `--task.objective splitmeanflow` "
-             f"({r.get('settings', {}).get('steps', 800)} steps, guidance 1.2 folded in on its default share of the "
-             'one-time pairs; `share1`: on every one) against the digits default of that seed, sampled as above._', '',
+             f"({r.get('settings', {}).get('steps', 800)} steps, guidance 1.2 folded in) against "
+             'the digits default of that seed, sampled as above._', '',
              '| run | plain Euler-100 FD | 1 NFE | 2 NFE | 4 NFE | training: plain / split |',
              '|---|---|---|---|---|---|']
     for name, v in runs:
@@ -410,7 +405,7 @@ WHY = ['Why they are missed, as far as measured:',
        "third for the weights' tangent, which is zero here), so the product costs several forward passes on the UNet; "
        'folded guidance adds one more forward pass. Within 1.6x needs a tangent rule that skips the zero weight '
        'tangent.',
-       '- Cost without forward mode: the spanning quarter of a batch needs two calls of the model without gradients, '
+       '- Cost without forward mode, within its goal: the spanning quarter of a batch needs two calls of the model without gradients, '
        'one after the other (the second starts where the first jump ends); on this CPU a call on 32 items costs 9 ms '
-       'against 25 ms for 128 (measured 2026-12-07), so the two cost more than half a forward pass of the batch. '
-       'The guidance on a quarter of the one-time pairs, in the first of those calls, costs little more.']
+       'against 25 ms for 128 (measured 2026-12-07). The folded guidance takes no call of its own: its null velocity '
+       'comes from copies of the guided pairs, without their class, in the pass with gradients.']

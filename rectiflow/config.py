@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 # %% auto #0
-__all__ = ['RETIRED_SECTIONS', 'SOLVERS', 'OBJECTIVES', 'MEAN_VELOCITY_OBJECTIVES', 'SCHEDULES', 'GATE_NAMES', 'TRACKERS',
-           'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'ONE_STEP_SAMPLER', 'HF_PREFIX',
-           'ConfigError', 'RunFileWarning', 'ConfigWarning', 'Range', 'ranged', 'field_ranges', 'RunConfig',
-           'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig', 'LoRAConfig',
-           'REPAConfig', 'Config', 'FlowConfig', 'config_from_dict', 'config_to_dict', 'task_config_type',
-           'default_config_of', 'save_config', 'read_config_dict', 'one_step_sampler', 'apply_overrides',
-           'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names', 'normalise_section',
-           'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
+__all__ = ['RETIRED_SECTIONS', 'RETIRED_KEYS', 'SOLVERS', 'OBJECTIVES', 'MEAN_VELOCITY_OBJECTIVES', 'SCHEDULES', 'GATE_NAMES',
+           'TRACKERS', 'COMPILE_MODES', 'T_SAMPLERS', 'TOY_2D', 'EMBEDDED_DATASETS', 'MODEL_NAMES', 'ONE_STEP_SAMPLER',
+           'HF_PREFIX', 'ConfigError', 'RunFileWarning', 'ConfigWarning', 'Range', 'ranged', 'field_ranges',
+           'RunConfig', 'DataConfig', 'OptimConfig', 'ScheduleConfig', 'EMAConfig', 'EvalConfig', 'CheckpointConfig',
+           'LoRAConfig', 'REPAConfig', 'Config', 'without_retired', 'FlowConfig', 'config_from_dict', 'config_to_dict',
+           'task_config_type', 'default_config_of', 'save_config', 'read_config_dict', 'one_step_sampler',
+           'apply_overrides', 'hf_data_path', 'is_hf_data', 'is_data_path', 'check', 'check_ranges', 'tracker_names',
+           'normalise_section', 'check_sections', 'validate_config', 'check_flow', 'check_core', 'number_arg']
 
 # %% ../nbs/00_config.ipynb #6c9f790f
 class ConfigError(ValueError):
@@ -219,6 +219,12 @@ class Config:
 
 # %% ../nbs/00_config.ipynb #8eb42c29
 RETIRED_SECTIONS = ('debug',)
+RETIRED_KEYS = {'task': ('mf_guided_share',)}            # section: its keys dropped on reading
+
+def without_retired(d: dict) -> dict:
+    "Config dict `d` without the sections and keys rectiflow no longer has."
+    drop = lambda s, v: {k: x for k, x in v.items() if k not in RETIRED_KEYS.get(s, ())} if isinstance(v, dict) else v
+    return {s: drop(s, v) for s, v in d.items() if s not in RETIRED_SECTIONS}
 
 # %% ../nbs/00_config.ipynb #64e655ad
 @dataclass
@@ -237,8 +243,6 @@ class FlowConfig:
     mf_power: float = ranged(1.0, ge=0)           # meanflow: adaptive weight 1 / (error + mf_eps) ** mf_power (0: off)
     mf_eps: float = ranged(1e-3, gt=0)
     mf_guidance: float = ranged(1.0, ge=0)        # meanflow: guidance folded into training (1: none; sample at CFG 1)
-    mf_guided_share: float = ranged(0.25, gt=0, le=1)  # splitmeanflow: the share of one-time pairs guided, at a weight
-                                                       # raised so that the mean target is the same (13_flow.meanflow)
 
 # %% ../nbs/00_config.ipynb #5a1c7e26
 def _number(value, typ):
@@ -285,7 +289,7 @@ def _coerce(value, typ, key):
 
 # %% ../nbs/00_config.ipynb #a13b4eba
 def _section_from_dict(cls, d, prefix):
-    "Build dataclass `cls` from dict `d`, rejecting unknown keys."
+    "Build dataclass `cls` from dict `d`, rejecting unknown keys ."
     if not isinstance(d, dict): raise ConfigError(f"{prefix} must be a mapping, got {d!r}.")
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}
@@ -308,7 +312,7 @@ def _task_section(d, task_config):
 def config_from_dict(d: dict, task_config: type | None = None) -> Config:
     "Build a `Config` from a nested dict (as saved in config.json), strictly; the `task` section into `task_config`."
     if not isinstance(d, dict): raise ConfigError("A config file must hold a mapping of sections.")
-    d = {k: v for k, v in d.items() if k not in RETIRED_SECTIONS}
+    d = without_retired(d)
     hints = get_type_hints(Config)
     unknown = sorted(set(d) - set(hints))
     if unknown: raise ConfigError(f"Unknown config section {unknown[0]!r}; known sections: {', '.join(hints)}.")
@@ -539,6 +543,11 @@ def check_flow(opts: FlowConfig, section: str = 'task') -> FlowConfig:
           f"Unknown {section}.t_sampler {opts.t_sampler!r}; choose one of {', '.join(T_SAMPLERS)}.")
     check(opts.objective in OBJECTIVES,
           f"Unknown {section}.objective {opts.objective!r}; choose one of {', '.join(OBJECTIVES)}.")
+    if opts.objective == 'splitmeanflow' and opts.mf_guidance != 1.0:
+        check(opts.mf_guidance > 0, f"{section}.mf_guidance {opts.mf_guidance:g}: interval splitting folds guidance w "
+              "in through 1 - 1/w (13_flow.meanflow), so w must be above 0.")
+        check(opts.cond_dropout > 0, f"{section}.mf_guidance {opts.mf_guidance:g} needs {section}.cond_dropout above "
+              "0: interval splitting takes the null velocity from the pairs whose condition is dropped.")
     return opts
 
 # %% ../nbs/00_config.ipynb #87f0d220

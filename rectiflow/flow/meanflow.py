@@ -18,7 +18,7 @@ from .sampling import generate
 
 # %% auto #0
 __all__ = ['span_pairs', 'forward_mode', 'mean_velocity_jvp', 'item_mse', 'MeanFlow', 'has_class', 'split_target',
-           'SplitMeanFlow', 'one_call']
+           'SplitMeanFlow', 'in_places']
 
 # %% ../../nbs/13_flow.meanflow.ipynb #d7f89085
 def span_pairs(cfg: FlowConfig, n: int, generator=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -161,26 +161,25 @@ def split_target(model, x_t, t, span, frac, cond=None, u_first=None):
 # %% ../../nbs/13_flow.meanflow.ipynb #6cd7bb80
 class SplitMeanFlow(MeanFlow):
     """The mean velocity learnt by interval splitting (`split_target`): no forward-mode derivative, so any model that
-    takes a span trains with it; the pairs of times are `MeanFlow`'s, its loss unweighted, its guidance on a share."""
+    takes a span trains with it; the pairs of times are `MeanFlow`'s, its loss unweighted, its guidance from copies."""
     def draw(self, x1: torch.Tensor, generator=None):
-        """`MeanFlow.draw`'s start times, spans, noise and drop mask, then where each span is split (a fraction) and
-        which pairs may carry the guidance (a share `mf_guided_share`)."""
-        drawn = super().draw(x1, generator)
-        split_at = torch.rand(len(x1), generator=generator)
-        return (*drawn, split_at, torch.rand(len(x1), generator=generator) < self.cfg.mf_guided_share)
+        "`MeanFlow.draw`'s start times, spans, noise and drop mask, then where each span is split (a fraction)."
+        return (*super().draw(x1, generator), torch.rand(len(x1), generator=generator))
 
 @patch
 def loss(self: SplitMeanFlow, model, batch: dict, generator=None):
     "A float32 scalar loss (the mean squared error) and a dict of named, detached terms (`mse`)."
     x1 = batch['x1']
-    t, span, x0, drop, frac, guided = self.draw(x1, generator)
+    t, span, x0, drop, frac = self.draw(x1, generator)
     dev = x1.device
     t, span, x0 = batch.get('t', t).to(dev), batch.get('span', span).to(dev), batch.get('x0', x0).to(dev, x1.dtype)
     cond = batch.get('cond')
     if cond is not None and self.cfg.cond_dropout > 0: cond = drop_condition(model, cond, drop, self.null_label)
-    x_t = interpolate(x0, x1, t)
-    target = self.targets(model, x_t, t, span, frac.to(dev), cond, guided.to(dev), target_velocity(x0, x1))
-    err = item_mse(model(x_t, t, cond, span), target, batch.get('mask'))
+    pairs = self.guide_pairs(model, span, cond)
+    x_t, t, v, mask = in_places(*pairs[:2], interpolate(x0, x1, t), t, target_velocity(x0, x1), batch.get('mask'))
+    u = model(x_t, t, cond, span)
+    target = self.targets(model, x_t, t, span, frac.to(dev), cond, v, u, pairs)
+    err = item_mse(u, target, mask)
     return err.mean(), {'mse': err.mean().detach()}             # unweighted: see the prose above
 
 @patch
@@ -189,32 +188,39 @@ def check_model(self: SplitMeanFlow, model, batch: dict):
     self.check_span(model, batch)
 
 # %% ../../nbs/13_flow.meanflow.ipynb #b2d5f8c3
-@torch.no_grad()
-def one_call(model, *calls) -> list:
-    "The outputs of several calls of `model`, each `(x, t, cond, span)`, computed in one call: one pass, not several."
-    sizes = [len(x) for x, *_ in calls]
-    if not sum(sizes): return [x for x, *_ in calls]
-    joined = [None if parts[0] is None else torch.cat(parts) for parts in zip(*calls)]
-    return list(model(*joined).split(sizes))
+@patch
+def guide_pairs(self: SplitMeanFlow, model, span, cond) -> tuple:
+    """The one-time pairs with a class that carry the guidance, the one-time pairs without one that become their
+    copies (as many), and the gain `(1 - 1/w) / s` of the guided pairs, `s` their share of those with a class."""
+    none = torch.zeros(0, dtype=torch.long, device=span.device)
+    w = self.cfg.mf_guidance
+    if cond is None or w == 1.0: return none, none, 0.0
+    has = has_class(cond, null_condition(model, cond, self.null_label))
+    classed, dropped = ((span == 0) & has).nonzero().flatten(), ((span == 0) & ~has).nonzero().flatten()
+    n = min(len(classed), len(dropped))
+    if not n: return none, none, 0.0
+    return classed[:n], dropped[:n], (1 - 1 / w) * len(classed) / n
+
+def in_places(guided: torch.Tensor, copies: torch.Tensor, *xs) -> list:
+    "Each of `xs` (None stays None) with its items `copies` replaced by its items `guided`."
+    out = []
+    for x in xs:
+        if x is not None:
+            x = x.clone()
+            x[copies] = x[guided]
+        out.append(x)
+    return out
 
 @patch
 @torch.no_grad()
-def targets(self: SplitMeanFlow, model, x_t, t, span, frac, cond, guided, v):
-    """Each pair's target: at one time the velocity `v`, guided on the pairs `guided` that have a class at the weight
-    `1 + (w - 1) / mf_guided_share` (in the mean, `guided_target`); over a span the split target."""
-    w = self.cfg.mf_guidance
-    split = (span > 0).nonzero().flatten()
-    pick = lambda idx, *xs: [None if x is None else x[idx] for x in xs]
-    x_p, t_p, span_p, frac_p, cond_p = pick(split, x_t, t, span, frac, cond)
-    calls = [(x_p, t_p, cond_p, frac_p * span_p)]
-    if cond is not None and w != 1.0:
-        null = null_condition(model, cond, self.null_label)
-        pulled = ((span == 0) & guided & has_class(cond, null)).nonzero().flatten()
-        calls.append((*pick(pulled, x_t, t, null), torch.zeros_like(t[pulled])))
-    u_first, *u_null = one_call(model, *calls)
+def targets(self: SplitMeanFlow, model, x_t, t, span, frac, cond, v, u, pairs):
+    """Each pair's target: over a span the split target; at one time the velocity `v`, on the pairs `guided` of
+    `pairs` plus their `gain` times the model's own guidance there, `u` at the pair less `u` at its copy."""
+    guided, copies, gain = pairs
     target = v.detach().clone()
-    if len(split): target[split] = split_target(model, x_p, t_p, span_p, frac_p, cond_p, u_first).to(v.dtype)
-    if u_null:
-        weight = 1 + (w - 1) / self.cfg.mf_guided_share
-        target[pulled] = weight * v[pulled] + (1 - weight) * u_null[0].to(v.dtype)
+    split = (span > 0).nonzero().flatten()
+    if len(split):
+        x, at, spans, fracs = x_t[split], t[split], span[split], frac[split]
+        target[split] = split_target(model, x, at, spans, fracs, None if cond is None else cond[split]).to(v.dtype)
+    target[guided] += gain * (u[guided] - u[copies]).detach().to(v.dtype)
     return target

@@ -11,7 +11,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from diffusers.training_utils import EMAModel
-from ..config import ConfigError, RunFileWarning, RETIRED_SECTIONS
+from ..config import ConfigError, RunFileWarning, without_retired
 from ..processes import process_rank, per_process
 from .files import (load_pickle, read_part, json_object, check_manifest, Damaged, MANIFEST, is_run_dir,
                                    read_json, publish_folder, KEPT)
@@ -309,8 +309,7 @@ def check_resumable(state: dict, cfg_dict: dict, fingerprint: str | None, num_pr
                     defaults: dict | None = None):
     """Raise `ConfigError` unless a run of `cfg_dict` may continue from checkpoint `state`; `defaults` (the config
     dict of the same task at every default) stands in for the fields a checkpoint written before them lacks."""
-    retired = {s: v for s, v in state['config'].items() if s not in RETIRED_SECTIONS}    # an older config's
-    saved = with_added_fields(retired, defaults or {})
+    saved = with_added_fields(without_retired(state['config']), defaults or {})
     bad = [k for k in config_differences(saved, cfg_dict) if k not in RESUMABLE_CHANGES]
     if bad:
         s, f = bad[0].split('.')
