@@ -371,7 +371,7 @@ def distill_markdown(r: dict) -> list[str]:
 DISTILL_WHY = ['Why they are missed, as far as measured: the quality misses are those of seed 0, whose teacher is '
                'the best of the three (FD 4.29); its student at 600 steps sits 0.2% and 0.5% over the goals, and two '
                "of the three students train 5-9% longer than their teachers. Fewer steps (500), a larger share of 1-NFE "
-               "noise, the path's own halves and whole, lr 3e-3, a longer EMA, twice the paths, smaller batches, finer "
+               "noise, the path's own halves and whole, lr 1e-3, 1.5e-3 or 3e-3, a longer EMA, twice the paths, smaller batches, finer "
                "paths: none brought seed 0 under 1.10x at 1 NFE in less training than the teacher's (the distillation "
                "chapter's table, measured 2026-12-07). Paths in 16 midpoint steps instead of 8 took seed 0 to 1.014x "
                'at 2 NFE but seeds 1 and 2 from 1.05x and 1.08x to 1.09x and 1.13x at 1 NFE: changes this small move '
