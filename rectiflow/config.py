@@ -289,7 +289,7 @@ def _coerce(value, typ, key):
 
 # %% ../nbs/00_config.ipynb #a13b4eba
 def _section_from_dict(cls, d, prefix):
-    "Build dataclass `cls` from dict `d`, rejecting unknown keys ."
+    "Build dataclass `cls` from dict `d`, rejecting unknown keys."
     if not isinstance(d, dict): raise ConfigError(f"{prefix} must be a mapping, got {d!r}.")
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}

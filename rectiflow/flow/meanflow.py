@@ -148,12 +148,11 @@ def sample(self: MeanFlow, model, shape, cond=None, generator=None, solver='mean
 
 # %% ../../nbs/13_flow.meanflow.ipynb #94a88462
 @torch.no_grad()
-def split_target(model, x_t, t, span, frac, cond=None, u_first=None):
+def split_target(model, x_t, t, span, frac, cond=None):
     """`frac u(x_t, t, first) + (1 - frac) u(x_s, t + first, span - first)`, `first = frac span`, `x_s` the first
-    jump's end: the average velocity over `[t, t + span]` made of the model's own two shorter jumps (`u_first`: the
-    first jump's, where it is already known)."""
+    jump's end: the average velocity over `[t, t + span]` made of the model's own two shorter jumps."""
     first = frac * span
-    if u_first is None: u_first = model(x_t, t, cond, first)
+    u_first = model(x_t, t, cond, first)
     x_s = x_t + _bcast(first, u_first) * u_first
     u_rest = model(x_s, t + first, cond, span - first)
     return _bcast(frac, u_first) * u_first + _bcast(1 - frac, u_rest) * u_rest
