@@ -202,6 +202,7 @@ def guide_pairs(self: SplitMeanFlow, model, span, cond) -> tuple:
 
 def in_places(guided: torch.Tensor, copies: torch.Tensor, *xs) -> list:
     "Each of `xs` (None stays None) with its items `copies` replaced by its items `guided`."
+    if not len(copies): return list(xs)                      # nothing to copy: no clones in the step
     out = []
     for x in xs:
         if x is not None:
