@@ -4,7 +4,7 @@
 
 # %% ../../nbs/24_run.throughput.ipynb #6e0d0003
 from __future__ import annotations
-import functools, os, time
+import functools, os, statistics, time
 from pathlib import Path
 from fastcore.basics import patch
 import psutil
@@ -132,13 +132,19 @@ def others_use(before: tuple, after: tuple, cpus: list[int]) -> float:
     busy = sum(_busy_seconds(t1[i]) - _busy_seconds(t0[i]) for i in ids) - (own1 - own0)
     return max(0.0, busy / (w1 - w0))
 
-def cpu_room(interval: float = 0.05) -> tuple[int, float | None, float]:
-    "(CPUs this process may use, its cgroup's CPU quota or None, cores' worth of them busy with other work)."
+def cpu_room(windows: int = 5, interval: float = 0.03, every: float = 0.08, snapshot=cpu_snapshot,
+             sleep=time.sleep) -> tuple[int, float | None, float]:
+    """(CPUs this process may use, its cgroup's CPU quota or None, cores' worth of them busy with other work: the
+    median over `windows` windows of `interval` seconds, one every `every` seconds)."""
     affinity = getattr(os, 'sched_getaffinity', None)                      # not on macOS: every CPU
     cpus = sorted(affinity(0)) if affinity else list(range(os.cpu_count() or 1))
-    before = cpu_snapshot()
-    time.sleep(interval)
-    return len(cpus), cgroup_cpus(), others_use(before, cpu_snapshot(), cpus)
+    uses = []
+    for k in range(windows):
+        if k: sleep(every - interval)
+        before = snapshot()
+        sleep(interval)
+        uses.append(others_use(before, snapshot(), cpus))
+    return len(cpus), cgroup_cpus(), statistics.median(uses)
 
 # %% ../../nbs/24_run.throughput.ipynb #cff5781d
 SPARE_CORES = 0.25      # others' use forgiven as background (a shell, a daemon) before a core counts as taken
