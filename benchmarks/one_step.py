@@ -4,7 +4,7 @@ network evaluations, against the plain run's Euler-100 on the same seed; and wha
 objective.
 
     python benchmarks/one_step.py                    # three seeds, the step cost, the 2-D sets
-    python benchmarks/one_step.py --only distill     # or: cost, digits, points, distill-long, distill-points, split
+    python benchmarks/one_step.py --only distill     # or: cost, digits, points, distill-points, split
     python benchmarks/one_step.py --seeds 0 --steps 800
 
 Runs go through the command line into runs/bench/one_step/. Writes benchmarks/one_step.json, which
@@ -143,17 +143,6 @@ def distill_seed(seed: int, retime: bool = False) -> dict:
     return out
 
 
-def distill_long_seed(seed: int, steps: int) -> dict:
-    """A longer student of the plain run of one seed (its defaults but `steps` steps, reading the paths the defaults'
-    student drew), with its figures on the run's own sample set and on four."""
-    teacher, student = RUNS / f'plain_seed{seed}', RUNS / f'distill{steps}_seed{seed}'
-    args = ['--task', 'distill', '--task.teacher', str(teacher), '--run.seed', str(seed),
-            '--task.cache', str(RUNS / f'paths_seed{seed}'), '--steps', str(steps)]
-    out = dict(zip(('seconds', 'wall'), train(student, args, wall=True)))
-    settings = [('mean', 1), ('mean', 2), ('mean', 4)]
-    return {**out, **figures(student, settings), 'sets': fd_sets(student, settings)}
-
-
 def split_seed(seed: int, steps: int, guidance: float) -> dict:
     """A run by interval splitting from scratch on one seed (guidance folded in), with its figures at 1, 2 and 4 NFE;
     the plain run of that seed beside it."""
@@ -217,9 +206,8 @@ def main():
     ap.add_argument('--guidance', type=float, default=1.2,
                     help='folded into training (the plain run samples at CFG 1.2)')
     ap.add_argument('--points', default='moons,8gaussians,checkerboard')
-    ap.add_argument('--only', default='', help='cost, digits, points, distill, distill-long, distill-points or split')
+    ap.add_argument('--only', default='', help='cost, digits, points, distill, distill-points or split')
     ap.add_argument('--retime', action='store_true', help='distill: train teacher and student again, to time both')
-    ap.add_argument('--long-steps', type=int, default=800, help='distill-long: the longer student\'s steps')
     a = ap.parse_args()
     path = HERE / 'one_step.json'
     res = json.loads(path.read_text()) if path.exists() else {}
@@ -252,12 +240,6 @@ def main():
         res['cost'] = {**step_cost(8, 5, RUNS / 'plain_seed0'), 'date': time.strftime('%Y-%m-%d'), 'machine': machine()}
         save()
         print('cost', res['cost'], flush=True)
-    if a.only == 'distill-long':                             # a longer student beside each seed's defaults
-        res['distill_long_date'] = time.strftime('%Y-%m-%d')
-        for seed in filter(None, a.seeds.split(',')):
-            res[f'distill_seed{seed}'][f'distill{a.long_steps}'] = distill_long_seed(int(seed), a.long_steps)
-            save()
-            print('distill-long', seed, json.dumps(res[f'distill_seed{seed}'][f'distill{a.long_steps}'])[:400], flush=True)
     if a.only in ('', 'split'):
         res['split_date'] = time.strftime('%Y-%m-%d')
         for seed in filter(None, a.seeds.split(',')):
@@ -357,9 +339,9 @@ def distill_rows(r: dict) -> list[str]:
     return rows
 
 
-def set_ratios(v: dict, key: str, run: str = 'distill') -> list[float]:
-    "A seed's student (`run`) FD over its teacher's Euler-100 FD on each sample set they share."
-    return [s / t for s, t in zip(v[run]['sets'][key], v['plain']['sets']['euler100'])]
+def set_ratios(v: dict, key: str) -> list[float]:
+    "A seed's student FD over its teacher's Euler-100 FD on each sample set they share."
+    return [s / t for s, t in zip(v['distill']['sets'][key], v['plain']['sets']['euler100'])]
 
 
 def distill_set_rows(r: dict) -> list[str]:
@@ -377,42 +359,13 @@ def distill_set_rows(r: dict) -> list[str]:
     return rows
 
 
-def long_rows(r: dict, run: str) -> list[str]:
-    "A row per digits seed for a longer student `run`: FD at 1, 2, 4 NFE (own set; mean over four), seconds."
-    rows = []
-    for name, v in r.items():
-        if not name.startswith('distill_seed') or run not in v: continue
-        ref, s = v['plain']['euler100']['fd'], v[run]
-        cells = []
-        for n in (1, 2, 4):
-            x = set_ratios(v, f'mean{n}', run)
-            cells.append(f"{ratio(s, f'mean{n}', 'fd', ref)}; {statistics.mean(x):.3f}x ({min(x):.2f}-{max(x):.2f})")
-        rows.append(f"| {name[len('distill_seed'):]} | {' | '.join(cells)} | {s['seconds']:.0f} s "
-                    f"({s['seconds'] / v['plain']['seconds']:.2f}x) |")
-    return rows
-
-
-def long_markdown(r: dict) -> list[str]:
-    "The longer students beside the defaults: their table and where they stand against the quality goals."
-    runs = sorted({k for v in r.values() if isinstance(v, dict) for k in v if k.startswith('distill') and k[7:].isdigit()})
-    lines = []
-    for run in runs:
-        seeds = [v for k, v in r.items() if k.startswith('distill_seed') and run in v]
-        lines += [f"A longer student: the defaults with `--steps {run[7:]}` (measured {r.get('distill_long_date', '')}, "
-                  "reading the same paths), FD on its own sample set; mean (range) of its ratio over the four sets; "
-                  "training seconds (over the teacher's).", '',
-                  '| seed | 1 NFE | 2 NFE | 4 NFE | training seconds |', '|---|---|---|---|---|', *long_rows(r, run), '',
-                  *(quality_goal(seeds, n, goal, run) for n, goal in ((1, 1.10), (2, 1.03))), '']
-    return lines
-
-
-def quality_goal(seeds: list, n: int, goal: float, run: str = 'distill') -> str:
+def quality_goal(seeds: list, n: int, goal: float) -> str:
     "One NFE's goal: the worst seed on its run's own sample set, and on the mean over the sets where measured."
-    own = max(v[run][f'mean{n}']['fd'] / v['plain']['euler100']['fd'] for v in seeds)
+    own = max(v['distill'][f'mean{n}']['fd'] / v['plain']['euler100']['fd'] for v in seeds)
     line = f"- {n} NFE: worst seed {own:.3f}x the teacher's Euler-100 FD on its own sample set"
-    if not all('sets' in v[run] for v in seeds):
+    if not all('sets' in v['distill'] for v in seeds):
         return f"{line} against the goal {goal:.2f}x: {'met' if own <= goal else 'missed'}."
-    mean = max(statistics.mean(set_ratios(v, f'mean{n}', run)) for v in seeds)
+    mean = max(statistics.mean(set_ratios(v, f'mean{n}')) for v in seeds)
     verdict = lambda x: 'met' if x <= goal else 'missed'
     return (f"{line} ({verdict(own)}), {mean:.3f}x in the mean over {len(seeds[0]['plain']['sets']['euler100'])} "
             f"sets ({verdict(mean)}), against the goal {goal:.2f}x.")
@@ -458,7 +411,7 @@ def distill_markdown(r: dict) -> list[str]:
     pts = [(k[len('distill_points_'):], v) for k, v in r.items() if k.startswith('distill_points_')]
     if pts:
         lines += ['The 2-D sets: their presets (2000 steps) against a student of each with its defaults (the 2-D '
-                  'recipe: 4000 steps of 512 on 16384 paths drawn in 32 steps); W2 of 2000 samples.', '', '| data | teacher Euler-100 W2 (floor) | student 1 NFE | 2 NFE | seconds: teacher '
+                  'recipe: 4000 steps of 512 on 16384 paths drawn in 32 steps, cosine LR); W2 of 2000 samples.', '', '| data | teacher Euler-100 W2 (floor) | student 1 NFE | 2 NFE | seconds: teacher '
                   '/ student |', '|---|---|---|---|---|']
         for name, v in pts:
             ref = v['plain']['euler100']['w2']
@@ -471,7 +424,7 @@ def distill_markdown(r: dict) -> list[str]:
                   f"{c['distill_ratio']:.2f}x the plain step (quartiles {c['distill_quartiles'][0]:.2f}-"
                   f"{c['distill_quartiles'][1]:.2f}): its coarser jumps' targets are the student's own jumps "
                   'from fresh noise, forward passes without gradients (one call per pass, every item together).', '']
-    return lines + ['Goals:', *distill_goals(r), '', *long_markdown(r), *DISTILL_WHY, '']
+    return lines + ['Goals:', *distill_goals(r), '', *DISTILL_WHY, '']
 
 
 DISTILL_WHY = ['Why they are missed, as far as measured: the one jump is short of training steps, not of paths. '

@@ -186,7 +186,7 @@ class DistillConfig:
 
 # %% ../../nbs/41_tasks.distill.ipynb #d2e896b6
 def points_recipe(c: Config) -> Config:
-    "A 2-D teacher's student: 4000 steps of 512 on 16384 paths drawn in 32 steps, figures as its teacher's preset."
+    "A 2-D teacher's student: 4000 steps of 512 (cosine LR) on 16384 paths drawn in 32 steps, figures as its teacher's."
     c.data.batch_size, c.run.steps, c.run.log_every = 512, 4000, 100
     c.task.trajectories, c.task.steps = 16384, 32
     c.eval.every, c.eval.sample_every, c.eval.n_samples = 500, 1000, 2000
