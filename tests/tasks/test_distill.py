@@ -93,5 +93,6 @@ def test_a_student_follows_its_teachers_data(runs, tmp_path):
     for teacher in (runs.teacher, runs.teacher / 'final'):                        # a run, its export
         cfg = config('--task.teacher', teacher)
         assert (cfg.data.batch_size, cfg.run.steps, cfg.task.trajectories, cfg.task.steps) == (512, 4000, 16384, 32)
+        assert cfg.schedule.kind == 'cosine'                       # at a constant LR the moons' student diverged
     cfg = config('--task.teacher', tmp_path / 'nothing')           # no run there: the digits' recipe (then its error)
-    assert (cfg.data.batch_size, cfg.run.steps) == (128, 600)
+    assert (cfg.data.batch_size, cfg.run.steps, cfg.schedule.kind) == (128, 600, 'constant')
