@@ -32,7 +32,7 @@ def runs(tiny_run, tmp_path_factory):
 
 def test_a_student_samples_in_one_step_without_being_told(runs):
     e = json.loads((runs.straight / 'config.json').read_text())['eval']
-    assert (e['solver'], e['nfe'], e['cfg_scale']) == ('mean', 1, 1.0)
+    assert (e['solver'], e['nfe'], e['cfg_scale'], e['metric']) == ('mean', 1, 1.0, 'teacher_gap_1')
     final = json.loads((runs.straight / 'run_info.json').read_text())['final']
     assert final['w2'] > 0
     p = ok(cli_in_process('sample', runs.straight, '--out', runs.root / 'one.png'))
@@ -41,6 +41,8 @@ def test_a_student_samples_in_one_step_without_being_told(runs):
     assert '--solver mean --nfe 1' in card
     val = [r for r in records(runs.straight) if r['kind'] == 'val']
     assert val[-1]['teacher_gap_1'] < val[0]['teacher_gap_1']            # its one jump moved towards the teacher's
+    best = json.loads((runs.straight / 'best' / 'info.json').read_text())['step']
+    assert best == min((r for r in val if r['step'] > 0), key=lambda r: r['teacher_gap_1'])['step']   # its best jump
     assert any(k.startswith('span_embed.') for k in final_weights(runs.straight))
 
 def test_a_stopped_student_resumes_bit_identically(runs):
